@@ -1,1 +1,20 @@
-pub fn x() {}
+//! gencompact: compact a generation of small Parquet files into few large, byte-targeted
+//! files with a bounded heap.
+//!
+//! The core (`compact`, `plan`, `read`, `write`, `report`, `options`) is plain Rust and is
+//! exercised by `cargo test` without Node. `node` is the thin N-API layer: option conversion,
+//! the Promise, AbortSignal, the progress callback and error mapping.
+
+pub mod compact;
+pub mod error;
+mod node;
+pub mod options;
+pub mod plan;
+pub mod read;
+pub mod report;
+pub mod write;
+
+pub use compact::{compact, run_guarded, Progress};
+pub use error::{CompactError, Result};
+pub use options::Options;
+pub use report::CompactReport;

@@ -1,0 +1,110 @@
+//! The pipeline of one call: plan → read → write → verify → publish → report. Runs on a
+//! blocking thread; checks the cancel flag between batches; reports progress through a
+//! callback. Memory: that of the read and write stages (one decoded batch plus the open
+//! row group), independent of the number or size of the inputs.
+
+use crate::error::{CompactError, Result};
+use crate::options::Options;
+use crate::plan::build_plan;
+use crate::read::{check_cancel, read_all, ReadLimits};
+use crate::report::{build_report, CompactReport};
+use crate::write::{Outputs, RollingWriter, WrittenFile};
+use parquet::file::metadata::ParquetMetaDataReader;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub phase: &'static str,
+    pub rows_read: u64,
+    pub rows_written: u64,
+    pub bytes_written: u64,
+    pub files_written: u64,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
+pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+    let started = Instant::now();
+    check_cancel(cancel)?;
+    progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
+    let plan = build_plan(files)?;
+    check_cancel(cancel)?;
+    let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
+    let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
+    let mut writer = RollingWriter::new(&plan, opts, &mut outputs);
+    let mut rows_read = 0u64;
+    let mut last = Instant::now();
+    read_all(&plan, &limits, cancel, |batch| {
+        rows_read += batch.batch.num_rows() as u64;
+        writer.write(batch)?;
+        if last.elapsed() >= PROGRESS_EVERY {
+            last = Instant::now();
+            progress(&Progress {
+                phase: "write",
+                rows_read,
+                rows_written: writer.rows_written,
+                bytes_written: writer.bytes_written(),
+                files_written: writer.files_written() as u64,
+            });
+        }
+        Ok(())
+    })?;
+    let rows_written = writer.rows_written;
+    let written = writer.finish()?;
+    let bytes_written: u64 = written.iter().map(|f| f.size).sum();
+    let snapshot = |phase| Progress { phase, rows_read, rows_written, bytes_written, files_written: written.len() as u64 };
+    check_cancel(cancel)?;
+    if opts.verify {
+        progress(&snapshot("verify"));
+        verify(&written, rows_read)?;
+    }
+    check_cancel(cancel)?;
+    outputs.publish(&written)?;
+    check_cancel(cancel)?;
+    let report = build_report(&plan, &written, rows_read, rows_written, started.elapsed().as_secs_f64() * 1000.0);
+    outputs.commit();
+    progress(&snapshot("done"));
+    Ok(report)
+}
+
+/// Re-reads every output's footer from disk: each file's row count is what was written to
+/// it, and together they hold every row read.
+fn verify(files: &[WrittenFile], rows_read: u64) -> Result<()> {
+    let mut total = 0u64;
+    for f in files {
+        let fail = |msg: String| CompactError::VerifyFailed { path: f.tmp_path.display().to_string(), msg };
+        let file = std::fs::File::open(&f.tmp_path).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| fail(format!("unreadable footer: {e}")))?;
+        let rows = meta.file_metadata().num_rows().max(0) as u64;
+        if rows != f.rows {
+            return Err(fail(format!("footer says {rows} rows, {} were written", f.rows)));
+        }
+        total += rows;
+    }
+    if total != rows_read {
+        let path = files.first().map(|f| f.tmp_path.display().to_string()).unwrap_or_default();
+        return Err(CompactError::VerifyFailed { path, msg: format!("outputs hold {total} rows, inputs {rows_read}") });
+    }
+    Ok(())
+}
+
+/// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).
+pub fn run_guarded(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+    guard(|| compact(files, opts, cancel, progress))
+}
+
+pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(CompactError::Internal(format!("panic: {msg}")))
+        }
+    }
+}

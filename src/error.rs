@@ -1,0 +1,92 @@
+//! Typed errors of a compaction call. Every failure maps to one of the public codes of
+//! API.md (`err.code` in JS); messages name the file, and the column where one is involved.
+
+use std::io;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompactError {
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
+    #[error("input file not found: {path}")]
+    InputNotFound { path: String },
+    #[error("corrupt input {path}{}: {msg}", column_suffix(.column))]
+    InputCorrupt { path: String, column: Option<String>, msg: String },
+    #[error("schema conflict on column '{column}' between {first} and {second}: {msg}")]
+    SchemaConflict { first: String, second: String, column: String, msg: String },
+    #[error("I/O error on {path}: {msg}")]
+    Io { path: String, msg: String },
+    #[error("aborted")]
+    Aborted,
+    #[error("verification failed for {path}: {msg}")]
+    VerifyFailed { path: String, msg: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn column_suffix(column: &Option<String>) -> String {
+    match column {
+        Some(c) => format!(" (column '{c}')"),
+        None => String::new(),
+    }
+}
+
+impl CompactError {
+    /// The public `err.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CompactError::InvalidOptions(_) => "ERR_INVALID_OPTIONS",
+            CompactError::InputNotFound { .. } => "ERR_INPUT_NOT_FOUND",
+            CompactError::InputCorrupt { .. } => "ERR_INPUT_CORRUPT",
+            CompactError::SchemaConflict { .. } => "ERR_SCHEMA_CONFLICT",
+            CompactError::Io { .. } => "ERR_IO",
+            CompactError::Aborted => "ERR_ABORTED",
+            CompactError::VerifyFailed { .. } => "ERR_VERIFY_FAILED",
+            CompactError::Internal(_) => "ERR_INTERNAL",
+        }
+    }
+
+    pub fn corrupt(path: &Path, column: Option<String>, msg: impl ToString) -> Self {
+        CompactError::InputCorrupt { path: path.display().to_string(), column, msg: msg.to_string() }
+    }
+
+    /// An I/O failure on one of our own output paths (or outDir). Disk full is spelled out.
+    pub fn io(path: &Path, err: &io::Error) -> Self {
+        CompactError::Io { path: path.display().to_string(), msg: describe_io(err) }
+    }
+
+    /// An error opening or reading an input file: missing files are `ERR_INPUT_NOT_FOUND`,
+    /// anything else an I/O error naming the file.
+    pub fn input_open(path: &Path, err: &io::Error) -> Self {
+        if err.kind() == io::ErrorKind::NotFound {
+            CompactError::InputNotFound { path: path.display().to_string() }
+        } else {
+            CompactError::io(path, err)
+        }
+    }
+}
+
+/// Human description of an I/O error; ENOSPC/EDQUOT say "disk full".
+pub fn describe_io(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(28) => format!("disk full (no space left on device): {err}"),
+        Some(122) => format!("disk full (quota exceeded): {err}"),
+        _ if err.kind() == io::ErrorKind::StorageFull => format!("disk full: {err}"),
+        _ => err.to_string(),
+    }
+}
+
+/// Finds an `io::Error` inside a parquet error raised while writing, if there is one.
+pub fn parquet_io_error(err: &parquet::errors::ParquetError) -> Option<&io::Error> {
+    use std::error::Error as _;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<io::Error>() {
+            return Some(io);
+        }
+        source = s.source();
+    }
+    None
+}
+
+pub type Result<T> = std::result::Result<T, CompactError>;

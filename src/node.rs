@@ -1,0 +1,289 @@
+//! The N-API layer, kept thin: converts the JS arguments, hands the work to a blocking thread
+//! of the addon's tokio runtime (not libuv's pool), wires AbortSignal and the progress
+//! callback, and turns the outcome into a resolved result or an `Error` with our `code`.
+
+use crate::compact::{run_guarded, Progress};
+use crate::error::CompactError;
+use crate::options::{Options, RawValue};
+use crate::report::CompactReport;
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status, ValueType};
+use napi_derive::napi;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Progress of a running call, delivered to `onProgress` without blocking the pool.
+#[napi(object)]
+pub struct ProgressEvent {
+    /// `plan`, `write`, `verify` or `done`.
+    pub phase: String,
+    pub rows_read: i64,
+    pub rows_written: i64,
+    pub bytes_written: i64,
+    pub files_written: i64,
+}
+
+#[napi(object)]
+pub struct ColumnMetrics {
+    pub name: String,
+    /// Parquet field id when the input carries one.
+    pub field_id: Option<i32>,
+    pub column_size_bytes: i64,
+    pub value_count: i64,
+    pub null_value_count: i64,
+}
+
+#[napi(object)]
+pub struct OutputFile {
+    /// Final path under outDir.
+    pub path: String,
+    /// Transformed partition values of this file's tuple.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub partition: HashMap<String, String>,
+    pub record_count: i64,
+    pub file_size_in_bytes: i64,
+    pub row_groups: u32,
+    pub split_offsets: Vec<i64>,
+    /// opts.sortOrderId only when the file is globally sorted, else 0.
+    pub sort_order_id: i32,
+    /// One per top-level field.
+    pub columns: Vec<ColumnMetrics>,
+}
+
+#[napi(object)]
+pub struct CompactResult {
+    pub files: Vec<OutputFile>,
+    pub input_files: u32,
+    pub rows_read: i64,
+    pub rows_written: i64,
+    pub duplicates_dropped: i64,
+    pub bytes_read: i64,
+    pub bytes_written: i64,
+    pub elapsed_ms: f64,
+}
+
+/// Options of `compactGeneration` (the TypeScript shape; values are validated in Rust).
+#[allow(dead_code)]
+#[napi(object, object_to_js = false)]
+pub struct CompactOptions {
+    /// Directory for the new data files; created if missing.
+    pub out_dir: String,
+    /// File size goal in bytes actually written. Default 128 MiB.
+    pub target_file_bytes: Option<f64>,
+    /// Most rows in one decoded batch; also caps a row group. Default 10,000.
+    pub batch_rows: Option<f64>,
+    /// Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB.
+    pub batch_bytes: Option<f64>,
+    #[napi(ts_type = "Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>")]
+    pub sort_by: Option<Vec<String>>,
+    pub sort_order_id: Option<f64>,
+    #[napi(ts_type = "Array<{ column: string; transform?: string }>")]
+    pub partition_by: Option<Vec<String>>,
+    pub dedupe_by: Option<String>,
+    /// Default 'zstd'.
+    #[napi(ts_type = "'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'")]
+    pub compression: Option<String>,
+    pub compression_level: Option<f64>,
+    /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
+    pub file_name_prefix: Option<String>,
+    /// Confirm row counts of outputs against inputs before publishing. Default true.
+    pub verify: Option<bool>,
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<String>,
+    #[napi(ts_type = "(progress: ProgressEvent) => void")]
+    pub on_progress: Option<String>,
+}
+
+type ProgressFn = ThreadsafeFunction<ProgressEvent, (), ProgressEvent, Status, false, true>;
+
+struct Prepared {
+    files: Vec<String>,
+    options: Options,
+    cancel: Arc<AtomicBool>,
+    progress: Option<ProgressFn>,
+}
+
+/// Compacts `files` (one generation, in manifest order) into new files under `opts.outDir`.
+/// Runs on the addon's thread pool; the returned Promise rejects with an `Error` whose `code`
+/// is one of `ERR_INVALID_OPTIONS`, `ERR_INPUT_NOT_FOUND`, `ERR_INPUT_CORRUPT`,
+/// `ERR_SCHEMA_CONFLICT`, `ERR_IO`, `ERR_ABORTED`, `ERR_VERIFY_FAILED`, `ERR_INTERNAL`.
+#[napi(ts_args_type = "files: string[], opts: CompactOptions", ts_return_type = "Promise<CompactResult>")]
+pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unknown<'env>) -> Result<PromiseRaw<'env, CompactResult>> {
+    let prepared = match prepare(env, &files, &opts) {
+        Ok(p) => Ok(p),
+        Err(Prep::Js(e)) => return Err(e),
+        Err(Prep::Compact(e)) => Err(e),
+    };
+    let work = async move {
+        let outcome = match prepared {
+            Err(e) => Err(e),
+            Ok(Prepared { files, options, cancel, progress }) => {
+                let job = move || {
+                    let report = |p: &Progress| {
+                        if let Some(f) = &progress {
+                            f.call(progress_event(p), ThreadsafeFunctionCallMode::NonBlocking);
+                        }
+                    };
+                    run_guarded(&files, &options, &cancel, &report)
+                };
+                match tokio::task::spawn_blocking(job).await {
+                    Ok(r) => r,
+                    Err(e) => Err(CompactError::Internal(format!("worker failed: {e}"))),
+                }
+            }
+        };
+        Ok(outcome)
+    };
+    env.spawn_future_with_callback(work, |env, outcome| match outcome {
+        Ok(report) => Ok(to_js(report)),
+        Err(e) => Err(js_error(env, &e)),
+    })
+}
+
+enum Prep {
+    Js(napi::Error),
+    Compact(CompactError),
+}
+
+impl From<napi::Error> for Prep {
+    fn from(e: napi::Error) -> Self {
+        Prep::Js(e)
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Prep {
+    Prep::Compact(CompactError::InvalidOptions(msg.into()))
+}
+
+fn prepare(env: &Env, files: &Unknown, opts: &Unknown) -> std::result::Result<Prepared, Prep> {
+    if files.get_type()? != ValueType::Object || !files.is_array()? {
+        return Err(invalid("'files' must be an array of file paths"));
+    }
+    let list: Array = unsafe { files.cast()? };
+    let mut paths = Vec::with_capacity(list.len() as usize);
+    for i in 0..list.len() {
+        let item: Unknown = list.get(i)?.ok_or_else(|| invalid(format!("files[{i}] is missing")))?;
+        match raw_value(env, &item)? {
+            RawValue::String(s) if !s.is_empty() => paths.push(s),
+            _ => return Err(invalid(format!("files[{i}] must be a non-empty string"))),
+        }
+    }
+    if opts.get_type()? != ValueType::Object {
+        return Err(invalid("'opts' must be an object with at least 'outDir'"));
+    }
+    let obj: Object = unsafe { opts.cast()? };
+    let keys: Array = unsafe { obj.get_property_names()?.to_unknown().cast()? };
+    let mut entries = Vec::new();
+    let mut signal = None;
+    let mut on_progress = None;
+    for i in 0..keys.len() {
+        let Some(key) = keys.get::<String>(i)? else { continue };
+        let value: Unknown = obj.get_named_property(&key)?;
+        let vt = value.get_type()?;
+        match key.as_str() {
+            "signal" if vt == ValueType::Object => signal = Some(value),
+            "signal" if vt != ValueType::Undefined && vt != ValueType::Null => return Err(invalid("'signal' must be an AbortSignal")),
+            "onProgress" if vt == ValueType::Function => on_progress = Some(value),
+            "onProgress" if vt != ValueType::Undefined && vt != ValueType::Null => {
+                return Err(invalid("'onProgress' must be a function"))
+            }
+            _ => {}
+        }
+        entries.push((key, raw_value(env, &value)?));
+    }
+    let options = Options::from_raw(&entries).map_err(Prep::Compact)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    if let Some(signal) = signal {
+        let signal: Object = unsafe { signal.cast()? };
+        if signal.get_named_property::<bool>("aborted").unwrap_or(false) {
+            return Err(Prep::Compact(CompactError::Aborted));
+        }
+        let flag = cancel.clone();
+        let listener = env.create_function_from_closure::<Unknown, (), _>("gencompactAbort", move |_ctx| {
+            flag.store(true, Ordering::SeqCst);
+            Ok(())
+        })?;
+        let add: Function<FnArgs<(String, Unknown)>, Unknown> = signal
+            .get_named_property("addEventListener")
+            .map_err(|_| invalid("'signal' must be an AbortSignal (no addEventListener)"))?;
+        add.apply(signal, FnArgs::from(("abort".to_string(), listener.to_unknown())))?;
+    }
+    let progress = match on_progress {
+        None => None,
+        Some(f) => {
+            let f: Function<ProgressEvent, ()> = unsafe { f.cast()? };
+            Some(f.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?)
+        }
+    };
+    Ok(Prepared { files: paths, options, cancel, progress })
+}
+
+fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
+    let raw = v.raw();
+    Ok(match v.get_type()? {
+        ValueType::Undefined => RawValue::Undefined,
+        ValueType::Null => RawValue::Null,
+        ValueType::Boolean => RawValue::Bool(unsafe { bool::from_napi_value(env.raw(), raw)? }),
+        ValueType::Number => RawValue::Number(unsafe { f64::from_napi_value(env.raw(), raw)? }),
+        ValueType::String => RawValue::String(unsafe { String::from_napi_value(env.raw(), raw)? }),
+        other => RawValue::Other(format!("{other:?}").to_lowercase()),
+    })
+}
+
+fn progress_event(p: &Progress) -> ProgressEvent {
+    ProgressEvent {
+        phase: p.phase.to_string(),
+        rows_read: p.rows_read as i64,
+        rows_written: p.rows_written as i64,
+        bytes_written: p.bytes_written as i64,
+        files_written: p.files_written as i64,
+    }
+}
+
+/// A JS `Error` with our `code`, built on the JS thread and used as the rejection value.
+fn js_error(env: &Env, e: &CompactError) -> napi::Error {
+    let build = || -> Result<napi::Error> {
+        let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.to_string()))?;
+        obj.set_named_property("code", e.code())?;
+        Ok(napi::Error::from(obj.to_unknown()))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
+fn to_js(r: CompactReport) -> CompactResult {
+    CompactResult {
+        files: r
+            .files
+            .into_iter()
+            .map(|f| OutputFile {
+                path: f.path,
+                partition: HashMap::new(),
+                record_count: f.record_count as i64,
+                file_size_in_bytes: f.file_size_in_bytes as i64,
+                row_groups: f.row_groups,
+                split_offsets: f.split_offsets.into_iter().map(|o| o as i64).collect(),
+                sort_order_id: f.sort_order_id,
+                columns: f
+                    .columns
+                    .into_iter()
+                    .map(|c| ColumnMetrics {
+                        name: c.name,
+                        field_id: c.field_id,
+                        column_size_bytes: c.column_size_bytes as i64,
+                        value_count: c.value_count as i64,
+                        null_value_count: c.null_value_count as i64,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        input_files: r.input_files,
+        rows_read: r.rows_read as i64,
+        rows_written: r.rows_written as i64,
+        duplicates_dropped: r.duplicates_dropped as i64,
+        bytes_read: r.bytes_read as i64,
+        bytes_written: r.bytes_written as i64,
+        elapsed_ms: r.elapsed_ms,
+    }
+}

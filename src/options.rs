@@ -1,0 +1,237 @@
+//! Option validation, in one place. The N-API layer hands over the JS options object as
+//! loosely typed `RawValue`s; everything is checked here and turned into `Options`.
+//! Memory: nothing beyond the options themselves.
+
+use crate::error::{CompactError, Result};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use std::path::PathBuf;
+
+/// A JS value as the N-API layer saw it, before validation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawValue {
+    Undefined,
+    Null,
+    Bool(bool),
+    Number(f64),
+    String(String),
+    /// Any other JS type, named (`"object"`, `"function"`, …).
+    Other(String),
+}
+
+impl RawValue {
+    fn is_absent(&self) -> bool {
+        matches!(self, RawValue::Undefined | RawValue::Null)
+    }
+    fn type_name(&self) -> String {
+        match self {
+            RawValue::Undefined => "undefined".into(),
+            RawValue::Null => "null".into(),
+            RawValue::Bool(_) => "boolean".into(),
+            RawValue::Number(_) => "number".into(),
+            RawValue::String(_) => "string".into(),
+            RawValue::Other(t) => t.clone(),
+        }
+    }
+}
+
+/// Option keys of API.md. `signal` and `onProgress` are consumed by the N-API layer.
+pub const KNOWN_KEYS: &[&str] = &[
+    "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
+    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "signal", "onProgress",
+];
+/// Keys that are part of the contract but not implemented yet: rejected when given.
+const NOT_YET: &[&str] = &["sortBy", "sortOrderId", "partitionBy", "dedupeBy"];
+
+pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
+pub const DEFAULT_BATCH_ROWS: usize = 10_000;
+pub const DEFAULT_BATCH_BYTES: usize = 32 * 1024 * 1024;
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub out_dir: PathBuf,
+    pub target_file_bytes: u64,
+    pub batch_rows: usize,
+    pub batch_bytes: usize,
+    pub compression: Compression,
+    pub file_name_prefix: String,
+    pub verify: bool,
+}
+
+impl Options {
+    /// Options with defaults for `out_dir` (used by Rust callers and tests).
+    pub fn new(out_dir: impl Into<PathBuf>) -> Self {
+        Options {
+            out_dir: out_dir.into(),
+            target_file_bytes: DEFAULT_TARGET_FILE_BYTES,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            batch_bytes: DEFAULT_BATCH_BYTES,
+            compression: Compression::ZSTD(ZstdLevel::default()),
+            file_name_prefix: random_prefix(),
+            verify: true,
+        }
+    }
+
+    /// Validates the raw options object: `entries` are all own enumerable keys of the JS object.
+    pub fn from_raw(entries: &[(String, RawValue)]) -> Result<Self> {
+        let get = |key: &str| -> RawValue {
+            entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined)
+        };
+        for (key, value) in entries {
+            if !KNOWN_KEYS.contains(&key.as_str()) {
+                return Err(invalid(format!("unknown option '{key}'")));
+            }
+            if NOT_YET.contains(&key.as_str()) && !value.is_absent() {
+                return Err(invalid(format!("option '{key}' is not supported yet")));
+            }
+        }
+        let out_dir = match get("outDir") {
+            RawValue::String(s) if !s.is_empty() => PathBuf::from(s),
+            v => return Err(invalid(format!("'outDir' must be a non-empty string, got {}", v.type_name()))),
+        };
+        let mut opts = Options::new(out_dir);
+        if let Some(n) = integer(&get("targetFileBytes"), "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)? {
+            opts.target_file_bytes = n as u64;
+        }
+        if let Some(n) = integer(&get("batchRows"), "batchRows", 1.0, 1.0e9)? {
+            opts.batch_rows = n as usize;
+        }
+        if let Some(n) = integer(&get("batchBytes"), "batchBytes", 1024.0, 16.0 * 1024.0 * 1024.0 * 1024.0)? {
+            opts.batch_bytes = n as usize;
+        }
+        let level = integer(&get("compressionLevel"), "compressionLevel", -1e9, 1e9)?;
+        opts.compression = compression(&get("compression"), level)?;
+        match get("fileNamePrefix") {
+            RawValue::Undefined | RawValue::Null => {}
+            RawValue::String(s) => {
+                check_prefix(&s)?;
+                opts.file_name_prefix = s;
+            }
+            v => return Err(invalid(format!("'fileNamePrefix' must be a string, got {}", v.type_name()))),
+        }
+        match get("verify") {
+            RawValue::Undefined | RawValue::Null => {}
+            RawValue::Bool(b) => opts.verify = b,
+            v => return Err(invalid(format!("'verify' must be a boolean, got {}", v.type_name()))),
+        }
+        Ok(opts)
+    }
+}
+
+fn invalid(msg: String) -> CompactError {
+    CompactError::InvalidOptions(msg)
+}
+
+fn integer(value: &RawValue, name: &str, min: f64, max: f64) -> Result<Option<f64>> {
+    match value {
+        RawValue::Undefined | RawValue::Null => Ok(None),
+        RawValue::Number(n) if n.fract() == 0.0 && *n >= min && *n <= max => Ok(Some(*n)),
+        RawValue::Number(n) => Err(invalid(format!("'{name}' must be an integer in [{min}, {max}], got {n}"))),
+        v => Err(invalid(format!("'{name}' must be a number, got {}", v.type_name()))),
+    }
+}
+
+fn compression(value: &RawValue, level: Option<f64>) -> Result<Compression> {
+    let name = match value {
+        RawValue::Undefined | RawValue::Null => "zstd".to_string(),
+        RawValue::String(s) => s.to_ascii_lowercase(),
+        v => return Err(invalid(format!("'compression' must be a string, got {}", v.type_name()))),
+    };
+    let bad_level = |l: f64, range: &str| invalid(format!("'compressionLevel' {l} is out of range for {name} ({range})"));
+    match name.as_str() {
+        "zstd" => match level {
+            None => Ok(Compression::ZSTD(ZstdLevel::default())),
+            Some(l) => ZstdLevel::try_new(l as i32).map(Compression::ZSTD).map_err(|_| bad_level(l, "1..=22")),
+        },
+        "gzip" => match level {
+            None => Ok(Compression::GZIP(GzipLevel::default())),
+            Some(l) if l >= 0.0 => GzipLevel::try_new(l as u32).map(Compression::GZIP).map_err(|_| bad_level(l, "0..=9")),
+            Some(l) => Err(bad_level(l, "0..=9")),
+        },
+        "snappy" | "lz4" | "none" | "uncompressed" if level.is_some() => {
+            Err(invalid(format!("'compressionLevel' does not apply to {name}")))
+        }
+        "snappy" => Ok(Compression::SNAPPY),
+        "lz4" => Ok(Compression::LZ4_RAW),
+        "none" | "uncompressed" => Ok(Compression::UNCOMPRESSED),
+        other => Err(invalid(format!(
+            "'compression' must be one of 'zstd', 'snappy', 'gzip', 'lz4', 'none'; got '{other}'"
+        ))),
+    }
+}
+
+/// A prefix is a plain file-name stem: no path separators, no `..`, nothing hidden.
+fn check_prefix(prefix: &str) -> Result<()> {
+    let ok_chars = prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if prefix.is_empty() || prefix.len() > 200 || !ok_chars || prefix.starts_with('.') || prefix.contains("..") {
+        return Err(invalid(format!(
+            "'fileNamePrefix' must be 1-200 characters of [A-Za-z0-9._-], not starting with '.' and without '..' or path separators; got {prefix:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// A random per-call prefix, e.g. `gc-3f9a0c1d2b4e5f60`.
+pub fn random_prefix() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(d.as_nanos());
+    }
+    format!("gc-{:016x}", h.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, RawValue)]) -> Vec<(String, RawValue)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let o = Options::from_raw(&raw(&[("outDir", RawValue::String("/tmp/x".into()))])).unwrap();
+        assert_eq!(o.target_file_bytes, DEFAULT_TARGET_FILE_BYTES);
+        assert_eq!(o.batch_rows, 10_000);
+        assert!(matches!(o.compression, Compression::ZSTD(_)));
+        assert!(o.file_name_prefix.starts_with("gc-"));
+        let o = Options::from_raw(&raw(&[
+            ("outDir", RawValue::String("/tmp/x".into())),
+            ("compression", RawValue::String("snappy".into())),
+            ("batchBytes", RawValue::Number(1048576.0)),
+            ("verify", RawValue::Bool(false)),
+        ]))
+        .unwrap();
+        assert_eq!(o.compression, Compression::SNAPPY);
+        assert_eq!(o.batch_bytes, 1 << 20);
+        assert!(!o.verify);
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        let base = ("outDir", RawValue::String("/tmp/x".into()));
+        for bad in [
+            vec![("outDir", RawValue::Number(1.0))],
+            vec![base.clone(), ("batchRows", RawValue::Number(0.0))],
+            vec![base.clone(), ("batchRows", RawValue::Number(1.5))],
+            vec![base.clone(), ("targetFileBytes", RawValue::String("big".into()))],
+            vec![base.clone(), ("compression", RawValue::String("lzo".into()))],
+            vec![base.clone(), ("compression", RawValue::String("snappy".into())), ("compressionLevel", RawValue::Number(3.0))],
+            vec![base.clone(), ("compressionLevel", RawValue::Number(99.0))],
+            vec![base.clone(), ("fileNamePrefix", RawValue::String("../evil".into()))],
+            vec![base.clone(), ("fileNamePrefix", RawValue::String("a/b".into()))],
+            vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],
+            vec![base.clone(), ("dedupeBy", RawValue::String("id".into()))],
+            vec![base.clone(), ("targetFileByte", RawValue::Number(1e6))],
+        ] {
+            let err = Options::from_raw(&raw(&bad)).unwrap_err();
+            assert_eq!(err.code(), "ERR_INVALID_OPTIONS", "{bad:?}");
+        }
+    }
+}

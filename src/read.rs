@@ -1,0 +1,188 @@
+//! Read: decode the inputs, in `files` order, into Arrow batches of bounded size.
+//!
+//! Memory bound: one decoded batch holds at most `batchRows` rows and, by estimate,
+//! `batchBytes` decoded bytes (a row larger than that is a batch of one). The rows per batch
+//! are chosen per row group *before* decoding from its metadata: the uncompressed size per
+//! row, the unencoded byte-array sizes when the writer recorded them, and for dictionary-
+//! encoded byte arrays the largest dictionary entry (read from the dictionary page), since a
+//! fat value repeated on every row costs little in Parquet but its full size per row once
+//! decoded. Strings and binaries decode with 64-bit offsets, so no array can overflow.
+//! Besides the batch, the reader holds one decompressed page and one dictionary per column.
+
+use crate::error::{CompactError, Result};
+use crate::plan::{load_metadata, open_input, Plan};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
+use parquet::file::serialized_reader::SerializedPageReader;
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// One decoded batch and what it accounts for.
+pub struct Batch {
+    pub batch: RecordBatch,
+    /// Decoded (Arrow) bytes of the batch's rows.
+    pub decoded_bytes: usize,
+    /// The share of the input's compressed bytes these rows came from.
+    pub input_bytes: f64,
+}
+
+pub struct ReadLimits {
+    pub batch_rows: usize,
+    pub batch_bytes: usize,
+}
+
+/// Streams every row of every input, in order, to `sink`.
+pub fn read_all(
+    plan: &Plan,
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+    mut sink: impl FnMut(Batch) -> Result<()>,
+) -> Result<()> {
+    for input in &plan.inputs {
+        check_cancel(cancel)?;
+        let path = input.path.as_path();
+        let file = open_input(path)?;
+        let meta = load_metadata(path, &file, Some(plan.arrow_schema.clone()))?;
+        let descr = meta.metadata().file_metadata().schema_descr();
+        if descr.root_schema().get_fields() != plan.parquet_schema.root_schema().get_fields() {
+            return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
+        }
+        for (rg_index, rg) in meta.metadata().row_groups().iter().enumerate() {
+            let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
+            if rows == 0 {
+                continue;
+            }
+            let per_row = estimate_row_bytes(&file, rg);
+            let batch_size = rows_per_batch(per_row, limits).min(rows);
+            let reader = builder(path, &file, &meta)?
+                .with_row_groups(vec![rg_index])
+                .with_batch_size(batch_size)
+                .build()
+                .map_err(|e| CompactError::corrupt(path, None, e))?;
+            let rg_bytes = rg.compressed_size().max(0) as f64;
+            for item in reader {
+                check_cancel(cancel)?;
+                let batch = match item {
+                    Ok(b) => b,
+                    Err(e) => return Err(diagnose(path, &file, &meta, rg_index, batch_size, e.to_string())),
+                };
+                let n = batch.num_rows();
+                let decoded_bytes = decoded_size(&batch);
+                sink(Batch { batch, decoded_bytes, input_bytes: rg_bytes * n as f64 / rows as f64 })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(CompactError::Aborted)
+    } else {
+        Ok(())
+    }
+}
+
+fn builder(path: &Path, file: &File, meta: &ArrowReaderMetadata) -> Result<ParquetRecordBatchReaderBuilder<File>> {
+    let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
+    Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone()))
+}
+
+/// Rows per batch for an estimated decoded row size.
+pub fn rows_per_batch(per_row_bytes: f64, limits: &ReadLimits) -> usize {
+    let by_bytes = if per_row_bytes > 0.0 { (limits.batch_bytes as f64 / per_row_bytes).floor() } else { f64::MAX };
+    (by_bytes.min(limits.batch_rows as f64) as usize).max(1)
+}
+
+/// Decoded bytes of the rows a batch holds (buffers shared with other batches count in full
+/// only for the slice this batch sees).
+pub fn decoded_size(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size()))
+        .sum()
+}
+
+/// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
+/// encoded byte arrays without size statistics, its dictionary pages).
+pub fn estimate_row_bytes(file: &File, rg: &RowGroupMetaData) -> f64 {
+    let rows = rg.num_rows().max(1) as f64;
+    let mut total = 0.0;
+    for col in rg.columns() {
+        let values = col.num_values().max(0) as f64;
+        let descr = col.column_descr();
+        let fixed = match descr.physical_type() {
+            PhysicalType::BOOLEAN => 1.0,
+            PhysicalType::INT32 | PhysicalType::FLOAT => 4.0,
+            PhysicalType::INT64 | PhysicalType::DOUBLE => 8.0,
+            PhysicalType::INT96 => 16.0,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as f64,
+            PhysicalType::BYTE_ARRAY => 8.0,
+        };
+        let mut bytes = values * (fixed + 0.25);
+        if descr.physical_type() == PhysicalType::BYTE_ARRAY {
+            let plain = col.uncompressed_size().max(0) as f64;
+            let unencoded = col.unencoded_byte_array_data_bytes().map(|b| b.max(0) as f64);
+            let from_dictionary = match unencoded {
+                Some(_) => 0.0,
+                None if col.dictionary_page_offset().is_some() => {
+                    largest_dictionary_entry(file, col, rows as usize).unwrap_or(0) as f64 * values
+                }
+                None => 0.0,
+            };
+            bytes += plain.max(unencoded.unwrap_or(0.0)).max(from_dictionary);
+        }
+        total += bytes;
+    }
+    total / rows
+}
+
+/// Length of the longest value in a byte-array column chunk's dictionary page. Any failure
+/// yields `None`: decoding the chunk will then report the problem with its column.
+fn largest_dictionary_entry(file: &File, col: &ColumnChunkMetaData, rows: usize) -> Option<usize> {
+    let handle = Arc::new(file.try_clone().ok()?);
+    let mut pages = SerializedPageReader::new(handle, col, rows, None).ok()?;
+    match pages.get_next_page().ok()?? {
+        Page::DictionaryPage { buf, encoding: Encoding::PLAIN | Encoding::PLAIN_DICTIONARY, .. } => {
+            let mut longest = 0usize;
+            let mut pos = 0usize;
+            while pos + 4 <= buf.len() {
+                let len = u32::from_le_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
+                longest = longest.max(len);
+                pos = pos.saturating_add(4).saturating_add(len);
+            }
+            Some(longest)
+        }
+        _ => None,
+    }
+}
+
+/// A decode failed: find the column by decoding the row group one leaf at a time.
+fn diagnose(path: &Path, file: &File, meta: &ArrowReaderMetadata, rg: usize, batch_size: usize, msg: String) -> CompactError {
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    for leaf in 0..descr.num_columns() {
+        let reader = builder(path, file, meta).and_then(|b| {
+            b.with_row_groups(vec![rg])
+                .with_batch_size(batch_size)
+                .with_projection(ProjectionMask::leaves(&descr, [leaf]))
+                .build()
+                .map_err(|e| CompactError::corrupt(path, None, e))
+        });
+        let failed = match reader {
+            Ok(r) => r.into_iter().any(|b| b.is_err()),
+            Err(_) => true,
+        };
+        if failed {
+            let column = descr.column(leaf).path().string();
+            return CompactError::corrupt(path, Some(column), format!("row group {rg}: {msg}"));
+        }
+    }
+    CompactError::corrupt(path, None, format!("row group {rg}: {msg}"))
+}

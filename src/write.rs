@@ -1,0 +1,319 @@
+//! Write: stream batches into one open output file at a time, through the inputs' own
+//! Parquet schema, closing row groups on the heap bound and files on bytes actually written.
+//!
+//! Memory bound: the open row group's encoded pages and dictionaries, which hold at most
+//! `batchRows` rows / `batchBytes` decoded bytes of input (a row group closes at either cap),
+//! plus the footer metadata of the open file, kept small by truncated statistics. Only one
+//! file is open at a time.
+
+use crate::error::{parquet_io_error, CompactError, Result};
+use crate::options::Options;
+use crate::plan::Plan;
+use crate::read::Batch;
+use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+/// Statistics values (min/max) are cut to this many bytes, in the footer and page indexes.
+const STATS_TRUNCATE_BYTES: usize = 64;
+
+/// A finished output file, still under its temporary name.
+pub struct WrittenFile {
+    pub tmp_path: PathBuf,
+    pub final_path: PathBuf,
+    pub metadata: ParquetMetaData,
+    pub size: u64,
+    pub rows: u64,
+}
+
+/// Every path this call created. Unless `commit` is called, dropping it (on error, abort or
+/// panic) removes them all, published or not.
+pub struct Outputs {
+    dir: PathBuf,
+    prefix: String,
+    next_index: usize,
+    created: Vec<PathBuf>,
+    /// outDir itself, when this call created it (removed again on failure if empty).
+    created_dir: Option<PathBuf>,
+    committed: bool,
+}
+
+impl Outputs {
+    pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
+        let created_dir = (!dir.exists()).then(|| dir.to_path_buf());
+        std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
+        let meta = std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?;
+        if !meta.is_dir() {
+            return Err(CompactError::Io { path: dir.display().to_string(), msg: "outDir is not a directory".into() });
+        }
+        Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dir, committed: false })
+    }
+
+    /// Creates the next `<prefix>-<n>.parquet.tmp` exclusively (never through an existing path).
+    fn create_next(&mut self) -> Result<(File, PathBuf, PathBuf)> {
+        let final_path = self.dir.join(format!("{}-{:05}.parquet", self.prefix, self.next_index));
+        let tmp_path = self.dir.join(format!("{}-{:05}.parquet.tmp", self.prefix, self.next_index));
+        self.next_index += 1;
+        if final_path.exists() {
+            return Err(CompactError::Io { path: final_path.display().to_string(), msg: "output file already exists".into() });
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp_path)
+            .map_err(|e| CompactError::io(&tmp_path, &e))?;
+        self.created.push(tmp_path.clone());
+        Ok((file, tmp_path, final_path))
+    }
+
+    /// Gives every file its final name (never replacing an existing file), then syncs the
+    /// directory. On failure the files published so far are removed again by `Drop`.
+    pub fn publish(&mut self, files: &[WrittenFile]) -> Result<()> {
+        for f in files {
+            std::fs::hard_link(&f.tmp_path, &f.final_path)
+                .or_else(|e| {
+                    if e.kind() == std::io::ErrorKind::AlreadyExists || f.final_path.exists() {
+                        Err(e)
+                    } else {
+                        // Filesystems without hard links: a rename (checked above not to replace).
+                        std::fs::rename(&f.tmp_path, &f.final_path)
+                    }
+                })
+                .map_err(|e| CompactError::io(&f.final_path, &e))?;
+            self.created.push(f.final_path.clone());
+        }
+        for f in files {
+            if f.tmp_path.exists() {
+                std::fs::remove_file(&f.tmp_path).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
+            }
+        }
+        sync_dir(&self.dir)
+    }
+
+    pub fn commit(mut self) {
+        self.committed = true;
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        if !self.committed {
+            for p in &self.created {
+                let _ = std::fs::remove_file(p);
+            }
+            if let Some(dir) = &self.created_dir {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let d = File::open(dir).map_err(|e| CompactError::io(dir, &e))?;
+        d.sync_all().map_err(|e| CompactError::io(dir, &e))?;
+    }
+    let _ = dir;
+    Ok(())
+}
+
+struct OpenFile {
+    writer: ArrowWriter<File>,
+    tmp_path: PathBuf,
+    final_path: PathBuf,
+    rows: u64,
+    rg_rows: usize,
+    rg_bytes: usize,
+}
+
+/// Writes batches into files of near-equal size close to `targetFileBytes`.
+pub struct RollingWriter<'a> {
+    plan: &'a Plan,
+    opts: &'a Options,
+    props: WriterProperties,
+    outputs: &'a mut Outputs,
+    current: Option<OpenFile>,
+    done: Vec<WrittenFile>,
+    /// Input bytes whose rows have been written, and the bytes they became.
+    consumed_in: f64,
+    closed_bytes: u64,
+    calibration: Calibration,
+    pub rows_written: u64,
+}
+
+/// The writer's estimate of an open row group counts pages not yet compressed and
+/// dictionaries at full size; each flush measures how that estimate compares with the bytes
+/// that actually landed, and open row groups are then sized with the measured factor.
+#[derive(Default)]
+struct Calibration {
+    estimated: f64,
+    actual: f64,
+}
+
+impl Calibration {
+    fn factor(&self) -> f64 {
+        if self.estimated > 0.0 {
+            (self.actual / self.estimated).clamp(0.001, 1.0e3)
+        } else {
+            1.0
+        }
+    }
+}
+
+impl<'a> RollingWriter<'a> {
+    pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs) -> Self {
+        let props = writer_properties(plan, opts);
+        RollingWriter { plan, opts, props, outputs, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration: Calibration::default(), rows_written: 0 }
+    }
+
+    pub fn files_written(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Bytes of closed files plus the open file's written bytes and open row group.
+    pub fn bytes_written(&self) -> u64 {
+        self.closed_bytes + self.current.as_ref().map(|c| self.current_size(&c.writer) as u64).unwrap_or(0)
+    }
+
+    pub fn write(&mut self, batch: Batch) -> Result<()> {
+        let Batch { batch, decoded_bytes, input_bytes } = batch;
+        let rows = batch.num_rows();
+        if rows == 0 {
+            return Ok(());
+        }
+        if self.current.is_none() {
+            self.current = Some(self.open()?);
+        }
+        let (batch_rows, batch_bytes) = (self.opts.batch_rows, self.opts.batch_bytes);
+        let cur = self.current.as_mut().ok_or_else(|| CompactError::Internal("no open file".into()))?;
+        // Close the row group first if this batch would push it past the heap bound.
+        if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(decoded_bytes) > batch_bytes {
+            flush_row_group(cur, &mut self.calibration)?;
+        }
+        let mut offset = 0;
+        while offset < rows {
+            let take = (batch_rows - cur.rg_rows).min(rows - offset);
+            let piece = batch.slice(offset, take);
+            cur.writer.write(&piece).map_err(|e| write_error(&cur.tmp_path, e))?;
+            cur.rg_rows += take;
+            cur.rg_bytes += decoded_bytes.saturating_mul(take) / rows;
+            offset += take;
+            if cur.rg_rows >= batch_rows {
+                flush_row_group(cur, &mut self.calibration)?;
+            }
+        }
+        cur.rows += rows as u64;
+        self.rows_written += rows as u64;
+        self.consumed_in += input_bytes;
+        if self.should_close() {
+            // Decide on bytes actually written: flush the open row group, then look again.
+            if let Some(cur) = self.current.as_mut() {
+                if cur.rg_rows > 0 {
+                    flush_row_group(cur, &mut self.calibration)?;
+                }
+            }
+            if self.should_close() {
+                self.close_current()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides, on bytes actually written, whether the open file is complete: the remaining
+    /// output (estimated from the compression ratio measured so far) is cut into the fewest
+    /// files of at most the target, and this file closes at its equal share.
+    fn should_close(&self) -> bool {
+        let Some(cur) = &self.current else { return false };
+        let size = self.current_size(&cur.writer);
+        let target = self.opts.target_file_bytes as f64;
+        if size >= target {
+            return true;
+        }
+        let total_in = self.plan.total_data_bytes as f64;
+        let remaining_in = (total_in - self.consumed_in).max(0.0);
+        if remaining_in <= 0.0 || self.consumed_in <= 0.0 {
+            return false;
+        }
+        let ratio = (self.closed_bytes as f64 + size) / self.consumed_in;
+        let rest = size + remaining_in * ratio;
+        let files = (rest / target).ceil().max(1.0);
+        files > 1.0 && size >= rest / files
+    }
+
+    /// Bytes actually written to the open file plus its open row group, as calibrated.
+    fn current_size(&self, writer: &ArrowWriter<File>) -> f64 {
+        writer.bytes_written() as f64 + writer.in_progress_size() as f64 * self.calibration.factor()
+    }
+
+    fn open(&mut self) -> Result<OpenFile> {
+        let (file, tmp_path, final_path) = self.outputs.create_next()?;
+        let options = ArrowWriterOptions::new()
+            .with_properties(self.props.clone())
+            .with_parquet_schema(self.plan.parquet_schema.as_ref().clone())
+            .with_skip_arrow_metadata(true);
+        let writer = ArrowWriter::try_new_with_options(file, self.plan.arrow_schema.clone(), options)
+            .map_err(|e| write_error(&tmp_path, e))?;
+        Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0 })
+    }
+
+    fn close_current(&mut self) -> Result<()> {
+        let Some(mut cur) = self.current.take() else { return Ok(()) };
+        flush_row_group(&mut cur, &mut self.calibration)?;
+        let metadata = cur.writer.finish().map_err(|e| write_error(&cur.tmp_path, e))?;
+        cur.writer.inner().sync_all().map_err(|e| CompactError::io(&cur.tmp_path, &e))?;
+        let size = cur.writer.bytes_written() as u64;
+        drop(cur.writer);
+        self.closed_bytes += size;
+        self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, metadata, size, rows: cur.rows });
+        Ok(())
+    }
+
+    /// Closes the open file and returns every file written.
+    pub fn finish(mut self) -> Result<Vec<WrittenFile>> {
+        self.close_current()?;
+        Ok(self.done)
+    }
+}
+
+fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<()> {
+    let (estimate, before) = (cur.writer.in_progress_size(), cur.writer.bytes_written());
+    cur.writer.flush().map_err(|e| write_error(&cur.tmp_path, e))?;
+    calibration.estimated += estimate as f64;
+    calibration.actual += cur.writer.bytes_written().saturating_sub(before) as f64;
+    cur.rg_rows = 0;
+    cur.rg_bytes = 0;
+    Ok(())
+}
+
+fn write_error(path: &Path, e: ParquetError) -> CompactError {
+    match parquet_io_error(&e) {
+        Some(io) => CompactError::io(path, io),
+        None => CompactError::Internal(format!("writing {}: {e}", path.display())),
+    }
+}
+
+/// Writer settings: the requested codec; dictionary encoding where any input used it, with a
+/// dictionary limit as large as a row group may be so fat repeated values never fall back
+/// to plain; truncated statistics; the inputs' key-value metadata.
+fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
+    let mut b = WriterProperties::builder()
+        .set_compression(opts.compression)
+        .set_max_row_group_row_count(Some(opts.batch_rows))
+        .set_max_row_group_bytes(None)
+        .set_dictionary_page_size_limit(opts.batch_bytes.max(1 << 20))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_statistics_truncate_length(Some(STATS_TRUNCATE_BYTES))
+        .set_column_index_truncate_length(Some(STATS_TRUNCATE_BYTES))
+        .set_created_by(format!("gencompact version {} (parquet-rs 60)", env!("CARGO_PKG_VERSION")));
+    if !plan.key_value.is_empty() {
+        b = b.set_key_value_metadata(Some(plan.key_value.clone()));
+    }
+    for (i, used) in plan.dictionary_leaves.iter().enumerate() {
+        b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), *used);
+    }
+    b.build()
+}
