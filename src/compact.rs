@@ -35,12 +35,12 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
     let mut writer = RollingWriter::new(&plan, opts, &mut outputs);
     let mut rows_read = 0u64;
-    let mut last = Instant::now();
+    let mut last: Option<Instant> = None;
     read_all(&plan, &limits, cancel, |batch| {
         rows_read += batch.batch.num_rows() as u64;
         writer.write(batch)?;
-        if last.elapsed() >= PROGRESS_EVERY {
-            last = Instant::now();
+        if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+            last = Some(Instant::now());
             progress(&Progress {
                 phase: "write",
                 rows_read,

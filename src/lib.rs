@@ -7,6 +7,7 @@
 
 pub mod compact;
 pub mod error;
+#[cfg_attr(test, allow(dead_code))]
 mod node;
 pub mod options;
 pub mod plan;
