@@ -16,7 +16,7 @@ pub enum CompactError {
     SchemaConflict { first: String, second: String, column: String, msg: String },
     #[error("I/O error on {path}: {msg}")]
     Io { path: String, msg: String },
-    #[error("aborted")]
+    #[error("aborted by signal; every file of this call was removed")]
     Aborted,
     #[error("verification failed for {path}: {msg}")]
     VerifyFailed { path: String, msg: String },

@@ -105,13 +105,35 @@ struct Prepared {
     progress: Option<ProgressFn>,
 }
 
+/// The abort listener this call added to the caller's signal, removed again when the call
+/// settles so a long-lived signal does not collect one listener per call.
+struct AbortHook {
+    signal: ObjectRef,
+    listener: FunctionRef<Unknown<'static>, ()>,
+}
+
+impl AbortHook {
+    fn remove(self, env: &Env) {
+        let detach = || -> Result<()> {
+            let signal = self.signal.get_value(env)?;
+            let listener = self.listener.borrow_back(env)?;
+            let remove: Function<FnArgs<(String, Unknown)>, Unknown> = signal.get_named_property("removeEventListener")?;
+            remove.apply(signal, FnArgs::from(("abort".to_string(), listener.to_unknown())))?;
+            Ok(())
+        };
+        let _ = detach();
+        let _ = self.signal.unref(env);
+    }
+}
+
 /// Compacts `files` (one generation, in manifest order) into new files under `opts.outDir`.
 /// Runs on the addon's thread pool; the returned Promise rejects with an `Error` whose `code`
 /// is one of `ERR_INVALID_OPTIONS`, `ERR_INPUT_NOT_FOUND`, `ERR_INPUT_CORRUPT`,
 /// `ERR_SCHEMA_CONFLICT`, `ERR_IO`, `ERR_ABORTED`, `ERR_VERIFY_FAILED`, `ERR_INTERNAL`.
 #[napi(ts_args_type = "files: string[], opts: CompactOptions", ts_return_type = "Promise<CompactResult>")]
 pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unknown<'env>) -> Result<PromiseRaw<'env, CompactResult>> {
-    let prepared = match prepare(env, &files, &opts) {
+    let mut hook = None;
+    let prepared = match prepare(env, &files, &opts, &mut hook) {
         Ok(p) => Ok(p),
         Err(Prep::Js(e)) => return Err(e),
         Err(Prep::Compact(e)) => Err(e),
@@ -136,9 +158,14 @@ pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unkn
         };
         Ok(outcome)
     };
-    env.spawn_future_with_callback(work, |env, outcome| match outcome {
-        Ok(report) => Ok(to_js(report)),
-        Err(e) => Err(js_error(env, &e)),
+    env.spawn_future_with_callback(work, move |env, outcome| {
+        if let Some(hook) = hook {
+            hook.remove(env);
+        }
+        match outcome {
+            Ok(report) => Ok(to_js(report)),
+            Err(e) => Err(js_error(env, &e)),
+        }
     })
 }
 
@@ -157,7 +184,7 @@ fn invalid(msg: impl Into<String>) -> Prep {
     Prep::Compact(CompactError::InvalidOptions(msg.into()))
 }
 
-fn prepare(env: &Env, files: &Unknown, opts: &Unknown) -> std::result::Result<Prepared, Prep> {
+fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHook>) -> std::result::Result<Prepared, Prep> {
     if files.get_type()? != ValueType::Object || !files.is_array()? {
         return Err(invalid("'files' must be an array of file paths"));
     }
@@ -209,6 +236,7 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown) -> std::result::Result<Pr
             .get_named_property("addEventListener")
             .map_err(|_| invalid("'signal' must be an AbortSignal (no addEventListener)"))?;
         add.apply(signal, FnArgs::from(("abort".to_string(), listener.to_unknown())))?;
+        *hook = Some(AbortHook { signal: signal.create_ref()?, listener: listener.create_ref()? });
     }
     let progress = match on_progress {
         None => None,
