@@ -8,24 +8,32 @@
 // With FILE_SIZE_BYTES, DuckDB treats the target as a directory and rolls to a new
 // data_<n>.parquet file once the current one passes the size (checked per row group).
 //
-// CLI: node bench/duckdb.js [--sorted] [--threads N] [--memory-limit 4GB]
+// CLI: node bench/duckdb.js [--sorted] [--no-shred] [--threads N] [--memory-limit 4GB]
 //                           [--file-size 128MB] [--compression zstd] <outDir> <file.parquet...|list.json>
+//   --sorted    ORDER BY ts (--sort-column to change)
+//   --no-shred  keep VARIANT columns unshredded (SHREDDING {col: 'VARCHAR'} for every VARIANT column)
 //      prints a JSON summary on stdout (settings used, output files, elapsed).
 
 const fs = require('fs')
 const path = require('path')
 
-const DEFAULTS = { threads: 2, memoryLimit: null, fileSize: '128MB', compression: 'zstd', sorted: false, sortColumn: 'ts' }
+const DEFAULTS = { threads: 2, memoryLimit: null, fileSize: '128MB', compression: 'zstd', sorted: false, sortColumn: 'ts', noShred: false }
 
 function sqlString(s) {
   return `'${String(s).replace(/'/g, "''")}'`
 }
 
-function copySql(files, outDir, o) {
+function copySql(files, outDir, o, variantColumns = []) {
   const list = files.map(sqlString).join(', ')
   const order = o.sorted ? ` ORDER BY ${o.sortColumn}` : ''
+  // DuckDB 1.5 auto-shreds VARIANT columns when writing Parquet. On wide, key-rich JSON (tool
+  // definitions) that blows up (thousands of shredded leaf columns; time and memory grow roughly
+  // with rows x distinct keys). SHREDDING {col: 'VARCHAR'} asks for a scalar shredding that objects
+  // never match, so every value stays in the binary `value` column (plus an all-null typed_value).
+  const shred = o.noShred && variantColumns.length
+    ? `, SHREDDING {${variantColumns.map(c => `${sqlString(c)}: 'VARCHAR'`).join(', ')}}` : ''
   return `COPY (SELECT * FROM read_parquet([${list}])${order}) TO ${sqlString(outDir)} ` +
-    `(FORMAT parquet, FILE_SIZE_BYTES ${sqlString(o.fileSize)}, COMPRESSION ${o.compression})`
+    `(FORMAT parquet, FILE_SIZE_BYTES ${sqlString(o.fileSize)}, COMPRESSION ${o.compression}${shred})`
 }
 
 async function duckdbCompact(files, opts = {}) {
@@ -43,7 +51,12 @@ async function duckdbCompact(files, opts = {}) {
     "SELECT name, value FROM duckdb_settings() WHERE name IN ('threads', 'memory_limit', 'preserve_insertion_order')"
   )).getRowObjectsJson()
   const version = (await con.runAndReadAll('SELECT version() AS v')).getRowObjectsJson()[0].v
-  const sql = copySql(files, o.outDir, o)
+  let variantColumns = []
+  if (o.noShred) {
+    variantColumns = (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet([${sqlString(files[0])}])`))
+      .getRowObjectsJS().filter(r => r.column_type === 'VARIANT').map(r => r.column_name)
+  }
+  const sql = copySql(files, o.outDir, o, variantColumns)
   const res = await con.run(sql)
   const rowsWritten = Number(res.rowsChanged)
   con.closeSync()
@@ -56,7 +69,7 @@ async function duckdbCompact(files, opts = {}) {
     elapsedMs: Date.now() - t0,
     duckdbVersion: version,
     settings: Object.fromEntries(settings.map(r => [r.name, r.value])),
-    sql: sql.replace(/read_parquet\(\[.*\]\)/, `read_parquet([<${files.length} files>])`),
+    sql: sql.replace(/read_parquet\(\[.*?\]\)/, `read_parquet([<${files.length} files>])`).replace(/ TO '[^']*'/, " TO '<outDir>'"),
   }
 }
 
@@ -91,18 +104,19 @@ async function main() {
     else if (a === '--file-size') opts.fileSize = argv[++i]
     else if (a === '--compression') opts.compression = argv[++i]
     else if (a === '--sort-column') opts.sortColumn = argv[++i]
+    else if (a === '--no-shred') opts.noShred = true
     else pos.push(a)
   }
   const [outDir, ...rest] = pos
   if (!outDir || !rest.length) {
-    console.error('usage: node bench/duckdb.js [--sorted] [--threads N] [--memory-limit X] <outDir> <file.parquet...|list.json>')
+    console.error('usage: node bench/duckdb.js [--sorted] [--no-shred] [--threads N] [--memory-limit X] <outDir> <file.parquet...|list.json>')
     process.exit(2)
   }
   const files = readFileList(rest)
   const res = await duckdbCompact(files, { ...opts, outDir })
   const sizes = res.files.map(f => f.size)
   console.log(JSON.stringify({
-    tool: opts.sorted ? 'duckdb-sorted' : 'duckdb',
+    tool: ['duckdb', opts.noShred && 'noshred', opts.sorted && 'sorted'].filter(Boolean).join('-'),
     outputFiles: res.files.length,
     rowsWritten: res.rowsWritten,
     bytesWritten: res.bytesWritten,

@@ -2,8 +2,8 @@
 'use strict'
 // gencompact (this package's Rust addon) for the compaction benchmark.
 //
-// CLI: node bench/gencompact.js [--target-bytes N] [--dedupe COLUMN] [--sort-by COLUMN]
-//                               <outDir> <file.parquet...|list.json>
+// CLI: node bench/gencompact.js [--target-bytes N] [--dedupe COLUMN] [--sort-by COL[,COL]]
+//                               [--partition-by COL[,COL]] <outDir> <file.parquet...|list.json>
 // Runs require('..').compactGeneration(files, { outDir, targetFileBytes: 128 MiB, ... })
 // with the addon's defaults otherwise, and prints a JSON summary on stdout.
 
@@ -26,12 +26,13 @@ async function main() {
     const a = argv[i]
     if (a === '--target-bytes') opts.targetFileBytes = Number(argv[++i])
     else if (a === '--dedupe') opts.dedupeBy = argv[++i]
-    else if (a === '--sort-by') opts.sortBy = [{ column: argv[++i] }]
+    else if (a === '--sort-by') opts.sortBy = argv[++i].split(',').map(column => ({ column }))
+    else if (a === '--partition-by') opts.partitionBy = argv[++i].split(',').map(column => ({ column }))
     else pos.push(a)
   }
   const [outDir, ...rest] = pos
   if (!outDir || !rest.length) {
-    console.error('usage: node bench/gencompact.js [--target-bytes N] [--dedupe COL] [--sort-by COL] <outDir> <file.parquet...|list.json>')
+    console.error('usage: node bench/gencompact.js [--target-bytes N] [--dedupe COL] [--sort-by COL] [--partition-by COL,...] <outDir> <file.parquet...|list.json>')
     process.exit(2)
   }
   const files = readFileList(rest)

@@ -3,16 +3,27 @@
 // Compaction benchmark driver: gencompact vs DuckDB vs the old JS loop.
 //
 //   npm run bench                      (= npm run build && node bench/run.js)
-//   node bench/run.js [--runs 3] [--only gencompact,duckdb,old-loop,duckdb-sorted]
-//                     [--rows 52329] [--files 230] [--tuples 30] [--seed 1]
-//                     [--fat-bytes N] [--row-bytes N] [--row-group-size N] [--dup-rate X]
-//                     [--input list.json] [--dedupe] [--memory-limit 8GB]
-//                     [--section NAME] [--no-write] [--keep]
+//   node bench/run.js [flags]
+//     --runs N               runs per tool (default 3); medians are reported
+//     --only a,b             tools: gencompact, duckdb, duckdb-noshred, old-loop, duckdb-sorted,
+//                            duckdb-noshred-sorted (default: the first four)
+//     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
+//     --row-group-size N --dup-rate X      generator options (default: the seed shape)
+//     --input list.json      use these files (JSON array or {files}) instead of generating
+//     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
+//     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
+//     --sort                 gencompact sortBy ts
+//     --memory-limit 8GB     DuckDB memory_limit (default: DuckDB's own, 80% of RAM)
+//     --timeout MIN          kill a run after MIN minutes (default 15)
+//     --max-rss GIB          kill a run whose process tree exceeds GIB (default 85% of RAM)
+//     --section NAME         RESULTS.md section (default: seed-shaped[-partitioned|-sorted|-dedupe])
+//     --no-write             do not touch RESULTS.md;  --keep  keep output dirs
 //
-// 1. Generates the input partition once with fixtures/gen-partition.js and caches it
-//    under bench/data/<params>/ (gitignored); --input uses an existing file list instead.
-// 2. Runs each tool as its own child process under `/usr/bin/time -v`, N times, round
-//    robin, into a fresh bench/out/<tool>-<run>/ that is deleted after measuring.
+// 1. Generates the input partition once with fixtures/gen-partition.js and caches it under
+//    bench/data/<params>/ (gitignored; regenerated when the generator's source changes).
+// 2. Runs each tool as its own child process under `/usr/bin/time -v`, N times, round robin,
+//    into a fresh bench/out/<tool>-<run>/ that is deleted after measuring. A tool that fails
+//    once is not retried.
 // 3. Records output file count, average/max output file size, wall time and peak RSS
 //    (medians over runs); checks each tool's output row count with DuckDB count(*) once.
 // 4. Prints a markdown table and writes it into bench/RESULTS.md between
@@ -31,6 +42,8 @@ const RESULTS = path.join(BENCH, 'RESULTS.md')
 const GENERATOR = path.join(ROOT, 'fixtures', 'gen-partition.js')
 const TIME = '/usr/bin/time'
 const DEDUPE_COLUMN = '_hyp_cache_row_id'
+const PARTITION_COLUMNS = ['session_id', 'conversation_id', 'cwd', 'date'] // the table's identity spec
+const SORT_COLUMN = 'ts'
 
 // The seed's partition: 52,329 rows in 230 files. Per-row widths come from the generator's
 // "Seed-shaped" header line (its author tunes them to ~40 KB decoded per row, ~90 MB on disk).
@@ -48,15 +61,18 @@ function seedWidths() {
   } catch { /* generator not there yet: fallback widths */ }
   return w
 }
-const ALL_TOOLS = ['gencompact', 'duckdb', 'old-loop', 'duckdb-sorted']
-const DEFAULT_TOOLS = ['gencompact', 'duckdb', 'old-loop']
+// duckdb*: `COPY ... FILE_SIZE_BYTES '128MB'`; -noshred keeps VARIANT unshredded (see duckdb.js),
+// -sorted adds ORDER BY ts.
+const ALL_TOOLS = ['gencompact', 'duckdb', 'duckdb-noshred', 'old-loop', 'duckdb-sorted', 'duckdb-noshred-sorted']
+const DEFAULT_TOOLS = ['gencompact', 'duckdb', 'duckdb-noshred', 'old-loop']
 
 // ---------------------------------------------------------------- arguments
 
 function parseArgs(argv) {
   const a = {
     runs: 3, only: DEFAULT_TOOLS, gen: { ...SEED_SHAPE }, genExtra: {},
-    input: null, dedupe: false, memoryLimit: null, section: null, write: true, keep: false,
+    input: null, dedupe: false, partition: false, sort: false, memoryLimit: null, section: null, write: true, keep: false,
+    timeoutMin: 15, maxRssGiB: Math.floor(os.totalmem() / 1024 ** 3 * 0.85),
   }
   const num = (v, flag) => {
     const n = Number(v)
@@ -82,12 +98,16 @@ function parseArgs(argv) {
       case '--dup-rate': a.genExtra.dupRate = num(next(), f); break
       case '--input': a.input = path.resolve(next()); break
       case '--dedupe': a.dedupe = true; break
+      case '--partition': a.partition = true; break
+      case '--sort': a.sort = true; break
       case '--memory-limit': a.memoryLimit = next(); break
       case '--section': a.section = next(); break
       case '--no-write': a.write = false; break
       case '--keep': a.keep = true; break
+      case '--timeout': a.timeoutMin = num(next(), f); break
+      case '--max-rss': a.maxRssGiB = num(next(), f); break
       case '-h': case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 21).map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
+        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 31).map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
         process.exit(0)
         break
       default: throw new Error(`unknown argument ${f}`)
@@ -98,8 +118,9 @@ function parseArgs(argv) {
   if (!a.section) {
     const isSeed = !a.input && Object.keys(a.genExtra).length === 0 &&
       Object.entries(SEED_SHAPE).every(([k, v]) => a.gen[k] === v)
-    a.section = isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
-      : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`
+    a.section = (isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
+      : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
+      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '')
   }
   return a
 }
@@ -156,7 +177,9 @@ async function ensureInput(args, duck) {
   const manifestPath = path.join(dir, 'manifest.json')
   if (fs.existsSync(manifestPath)) {
     const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'))
-    if (m.files.every(f => fs.existsSync(f))) return { ...m, manifestPath, generated: false }
+    const same = !fs.existsSync(GENERATOR) || m.generatorSha === generatorSha()
+    if (same && m.files.every(f => fs.existsSync(f))) return { ...m, manifestPath, generated: false }
+    if (!same) console.error('fixtures/gen-partition.js changed since the cached input was generated: regenerating')
   }
   if (!fs.existsSync(GENERATOR)) {
     throw new Error(`${path.relative(ROOT, GENERATOR)} not found: cannot generate the input (use --input list.json)`)
@@ -186,12 +209,17 @@ async function ensureInput(args, duck) {
     bytes: r.bytes ?? files.reduce((a, f) => a + fs.statSync(f).size, 0),
     generatedMs: Date.now() - t0,
     generatedAt: new Date().toISOString(),
+    generatorSha: generatorSha(),
     generatorHeader: generatorHeader(),
   }
   Object.assign(m, await describeInput(duck, files))
   fs.writeFileSync(manifestPath, JSON.stringify(m, null, 1))
   console.error(`generated ${files.length} files, ${m.rowCount} rows, ${fmtBytes(m.bytes)} in ${fmtSec(m.generatedMs)}`)
   return { ...m, manifestPath, generated: true }
+}
+
+function generatorSha() {
+  return require('crypto').createHash('sha1').update(fs.readFileSync(GENERATOR)).digest('hex').slice(0, 12)
 }
 
 function generatorHeader() {
@@ -228,12 +256,19 @@ function toolCommand(tool, outDir, listFile, args) {
   const node = process.execPath
   switch (tool) {
     case 'gencompact': {
-      const extra = args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []
+      const extra = [
+        ...(args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []),
+        ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
+        ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
+      ]
       return [node, path.join(BENCH, 'gencompact.js'), ...extra, outDir, listFile]
     }
     case 'duckdb':
-    case 'duckdb-sorted': {
-      const extra = [...(tool === 'duckdb-sorted' ? ['--sorted'] : []),
+    case 'duckdb-sorted':
+    case 'duckdb-noshred':
+    case 'duckdb-noshred-sorted': {
+      const extra = [...(tool.includes('sorted') ? ['--sorted'] : []),
+        ...(tool.includes('noshred') ? ['--no-shred'] : []),
         ...(args.memoryLimit ? ['--memory-limit', args.memoryLimit] : [])]
       return [node, path.join(BENCH, 'duckdb.js'), ...extra, outDir, listFile]
     }
@@ -269,12 +304,32 @@ function runOnce(tool, run, listFile, args) {
   const cmd = toolCommand(tool, outDir, listFile, args)
   return new Promise(resolve => {
     const t0 = process.hrtime.bigint()
-    const p = spawn(TIME, ['-v', '-o', timeFile, ...cmd], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    // own process group, so the watchdog can kill time + node + anything they started
+    const p = spawn(TIME, ['-v', '-o', timeFile, ...cmd], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    current = p
     let stdout = ''
     let stderr = ''
+    let killed = null
+    let treePeak = 0
     p.stdout.on('data', d => { stdout += d })
     p.stderr.on('data', d => { stderr += d })
+    // Watchdog: a runaway tool must not take the (shared) machine down with it.
+    const maxRss = args.maxRssGiB * 1024 ** 3
+    const kill = why => {
+      if (killed) return
+      killed = why
+      try { process.kill(-p.pid, 'SIGKILL') } catch { /* gone */ }
+    }
+    const poll = setInterval(() => {
+      const rss = treeRss(p.pid)
+      if (rss > treePeak) treePeak = rss
+      if (rss > maxRss) kill(`watchdog: RSS ${fmtBytes(rss)} > --max-rss ${args.maxRssGiB} GiB`)
+    }, 250)
+    const timer = setTimeout(() => kill(`watchdog: timeout after ${args.timeoutMin} min`), args.timeoutMin * 60e3)
     p.on('exit', (code, signal) => {
+      clearInterval(poll)
+      clearTimeout(timer)
+      current = null
       const wallMs = Number(process.hrtime.bigint() - t0) / 1e6
       const tv = fs.existsSync(timeFile) ? parseTimeV(fs.readFileSync(timeFile, 'utf8')) : {}
       fs.rmSync(timeFile, { force: true })
@@ -282,13 +337,36 @@ function runOnce(tool, run, listFile, args) {
       const line = stdout.trim().split('\n').filter(l => l.startsWith('{')).pop()
       if (line) { try { summary = JSON.parse(line) } catch { /* not JSON */ } }
       const files = listParquet(outDir).map(f => ({ path: f, size: fs.statSync(f).size }))
-      const ok = code === 0 && !signal
+      const ok = code === 0 && !signal && !killed
+      if (killed) tv.maxRssBytes = treePeak
       resolve({
         tool, run, ok, code, signal, outDir, wallMs, ...tv, summary, files,
-        error: ok ? null : errorLine(stderr, code, signal, tv),
+        error: ok ? null : killed ? `${killed} (after ${fmtSec(wallMs)})` : errorLine(stderr, code, signal, tv),
       })
     })
   })
+}
+
+let current = null
+process.on('exit', () => { if (current) try { process.kill(-current.pid, 'SIGKILL') } catch { /* gone */ } })
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
+
+// Resident bytes of a process and all its descendants (Linux /proc).
+function treeRss(pid) {
+  let total = 0
+  const stack = [pid]
+  while (stack.length) {
+    const p = stack.pop()
+    try {
+      const m = fs.readFileSync(`/proc/${p}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)
+      if (m) total += Number(m[1]) * 1024
+      for (const t of fs.readdirSync(`/proc/${p}/task`)) {
+        const kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim()
+        if (kids) stack.push(...kids.split(/\s+/).map(Number))
+      }
+    } catch { /* exited meanwhile */ }
+  }
+  return total
 }
 
 // The most telling line of a failed child's stderr (the error message, not the stack).
@@ -366,8 +444,9 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
   for (const tool of tools) {
     const s = stats[tool]
     if (!s.ok) {
-      const why = (s.errors[0] || 'failed').slice(0, 160).replace(/\|/g, '\\|')
-      rows.push(`| ${tool} | failed (${s.runs}/${s.runs} runs): ${why} | | | | | | | | | |`)
+      const f = results.find(r => r.tool === tool && !r.ok)
+      const why = (s.errors[0] || 'failed').slice(0, 200).replace(/\|/g, '\\|')
+      rows.push(`| ${tool} | **failed** (${s.runs} of ${s.runs} run${s.runs > 1 ? 's' : ''}): ${why} | | | | ${fmtSec(f && f.wallMs)} until failure | ${fmtSec(f && f.cpuMs)} | ${fmtBytes(f && f.maxRssBytes)} at failure | | | |`)
       continue
     }
     const v = verify[tool]
@@ -384,6 +463,14 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     ? `file list ${args.input.startsWith(ROOT) ? path.relative(ROOT, args.input) : args.input}`
     : `fixtures/gen-partition.js ${JSON.stringify(Object.fromEntries(Object.entries(g).filter(([k]) => k !== 'dir')))}`
   const notes = []
+  if (tools.some(t => t.startsWith('duckdb'))) {
+    notes.push('- DuckDB (v1.5.x) auto-shreds VARIANT columns when it writes Parquet. On these key-rich JSON values ' +
+      '(tool definitions with generated property names) the shredded schema runs to thousands of leaf columns, and ' +
+      'time and memory grew super-linearly with rows in our probes, so plain `duckdb` fails (out of memory, DuckDB\'s ' +
+      'own accounting) on the full partition. `duckdb-noshred` adds `SHREDDING {<each VARIANT column>: \'VARCHAR\'}`, a scalar shredding ' +
+      'no object matches, so values stay in the unshredded `value` binary (plus an all-null `typed_value` column). ' +
+      'DuckDB output drops Parquet field ids and the `iceberg.schema` key-value metadata, and makes REQUIRED columns OPTIONAL.')
+  }
   for (const tool of tools) {
     const s = stats[tool]
     if (s.summary && s.summary.settings) notes.push(`- ${tool}: DuckDB ${s.summary.duckdbVersion}, settings ${JSON.stringify(s.summary.settings)}; \`${s.summary.sql}\``)
@@ -405,7 +492,8 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     `- Method: each tool is a separate child process under \`/usr/bin/time -v\`, ${args.runs} run(s) each, round robin, fresh output dir per run ` +
       `(deleted after measuring), warm page cache. Wall = spawn to exit as seen by the driver (includes node start-up); ` +
       `peak RSS = "Maximum resident set size" from time -v. Sizes from the last run (KiB/MiB = 1024-based). Rows checked once with DuckDB \`count(*)\`; ` +
-      `old-loop dedupes by \`${DEDUPE_COLUMN}\`${args.dedupe ? ', gencompact too (--dedupe)' : ', gencompact and DuckDB do not (defaults)'}.`,
+      (tools.includes('old-loop') ? `old-loop dedupes by \`${DEDUPE_COLUMN}\`${args.dedupe ? ', gencompact too (--dedupe)' : ', gencompact and DuckDB do not (defaults)'}. ` : '') +
+      `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + SORT_COLUMN : ''}.`,
     '',
     table,
     '',
@@ -453,8 +541,10 @@ async function main() {
 
   const results = []
   const verify = {}
+  const failed = new Set()
   for (let run = 1; run <= args.runs; run++) {
     for (const tool of args.only) {
+      if (failed.has(tool)) continue // a tool that failed once is not retried
       process.stderr.write(`run ${run}/${args.runs} ${tool} ... `)
       const r = await runOnce(tool, run, listFile, args)
       results.push(r)
@@ -467,6 +557,7 @@ async function main() {
           process.stderr.write(`  rows ${verify[tool].rows} (expected ${exp})${verify[tool].rows === exp ? '' : '  MISMATCH'}\n`)
         }
       } else {
+        failed.add(tool)
         process.stderr.write(`FAILED (exit ${r.code}${r.signal ? ', ' + r.signal : ''}${r.exitStatus != null ? ', time: status ' + r.exitStatus : ''})\n${r.error}\n`)
       }
       if (!args.keep) fs.rmSync(r.outDir, { recursive: true, force: true })
