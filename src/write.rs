@@ -11,6 +11,7 @@ use crate::options::Options;
 use crate::plan::Plan;
 use crate::read::Batch;
 use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
+use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -36,20 +37,21 @@ pub struct Outputs {
     prefix: String,
     next_index: usize,
     created: Vec<PathBuf>,
-    /// outDir itself, when this call created it (removed again on failure if empty).
-    created_dir: Option<PathBuf>,
+    /// Directories this call created for outDir, deepest first (removed again on failure
+    /// when empty).
+    created_dirs: Vec<PathBuf>,
     committed: bool,
 }
 
 impl Outputs {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
-        let created_dir = (!dir.exists()).then(|| dir.to_path_buf());
+        let created_dirs: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
         let meta = std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?;
         if !meta.is_dir() {
             return Err(CompactError::Io { path: dir.display().to_string(), msg: "outDir is not a directory".into() });
         }
-        Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dir, committed: false })
+        Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dirs, committed: false })
     }
 
     /// Creates the next `<prefix>-<n>.parquet.tmp` exclusively (never through an existing path).
@@ -104,7 +106,7 @@ impl Drop for Outputs {
             for p in &self.created {
                 let _ = std::fs::remove_file(p);
             }
-            if let Some(dir) = &self.created_dir {
+            for dir in &self.created_dirs {
                 let _ = std::fs::remove_dir(dir);
             }
         }
@@ -152,6 +154,7 @@ pub struct RollingWriter<'a> {
 struct Calibration {
     estimated: f64,
     actual: f64,
+    row_groups: usize,
 }
 
 impl Calibration {
@@ -223,25 +226,36 @@ impl<'a> RollingWriter<'a> {
         Ok(())
     }
 
-    /// Decides, on bytes actually written, whether the open file is complete: the remaining
-    /// output (estimated from the compression ratio measured so far) is cut into the fewest
-    /// files of at most the target, and this file closes at its equal share.
+    /// Decides, on bytes actually written, whether the open file is complete. The remaining
+    /// output is estimated from the compression ratio measured so far; if it all fits within
+    /// the target plus one row group (the allowed overshoot) it stays in this file, otherwise it
+    /// is cut into the fewest files of at most the target and this file closes at its equal
+    /// share, so a partition never ends in full files and a small tail.
     fn should_close(&self) -> bool {
         let Some(cur) = &self.current else { return false };
         let size = self.current_size(&cur.writer);
         let target = self.opts.target_file_bytes as f64;
-        if size >= target {
-            return true;
-        }
-        let total_in = self.plan.total_data_bytes as f64;
-        let remaining_in = (total_in - self.consumed_in).max(0.0);
+        let remaining_in = (self.plan.total_data_bytes as f64 - self.consumed_in).max(0.0);
         if remaining_in <= 0.0 || self.consumed_in <= 0.0 {
-            return false;
+            return size >= target;
         }
         let ratio = (self.closed_bytes as f64 + size) / self.consumed_in;
         let rest = size + remaining_in * ratio;
+        if rest <= target + self.row_group_bytes() {
+            return false;
+        }
         let files = (rest / target).ceil().max(1.0);
-        files > 1.0 && size >= rest / files
+        size >= target || size >= rest / files
+    }
+
+    /// Average bytes of the row groups flushed so far (the open row group's calibrated size
+    /// before the first flush).
+    fn row_group_bytes(&self) -> f64 {
+        if self.calibration.row_groups > 0 {
+            self.calibration.actual / self.calibration.row_groups as f64
+        } else {
+            self.current.as_ref().map(|c| c.writer.in_progress_size() as f64).unwrap_or(0.0)
+        }
     }
 
     /// Bytes actually written to the open file plus its open row group, as calibrated.
@@ -284,6 +298,7 @@ fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<
     cur.writer.flush().map_err(|e| write_error(&cur.tmp_path, e))?;
     calibration.estimated += estimate as f64;
     calibration.actual += cur.writer.bytes_written().saturating_sub(before) as f64;
+    calibration.row_groups += 1;
     cur.rg_rows = 0;
     cur.rg_bytes = 0;
     Ok(())
@@ -313,7 +328,12 @@ fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
     }
     for (i, used) in plan.dictionary_leaves.iter().enumerate() {
-        b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), *used);
+        // An all-null chunk gets an empty dictionary page, and hyparquet-compressors (1.1.2)
+        // rejects the empty LZ4 block that encodes it: under LZ4 a column that is null in every
+        // input is written without a dictionary.
+        let all_null = plan.all_null_leaves.get(i).copied().unwrap_or(false);
+        let dictionary = *used && !(opts.compression == Compression::LZ4_RAW && all_null);
+        b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), dictionary);
     }
     b.build()
 }

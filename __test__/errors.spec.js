@@ -1,0 +1,302 @@
+'use strict'
+// Every failure is a rejected Promise carrying an Error with a public `code` and a message
+// naming the file (and the column where one is involved); a failed call leaves no file of ours
+// in outDir and never touches an input.
+
+const fs = require('fs')
+const path = require('path')
+const { compactGeneration } = require('..')
+const hyp = require('./helpers/hyp')
+const { openDuck } = require('./helpers/duck')
+const { corruptDataPage } = require('./helpers/corrupt')
+const { makeTmpDir, removeDir, hashFiles, ourFiles, listTree, sha256File } = require('./helpers/fsutil')
+const { expectCompactError, expectError } = require('./helpers/assertions')
+
+const MiB = 1024 * 1024
+
+let tmp
+let duck
+let crafted // hand-made bad inputs
+let gen
+let fixtureHashes
+let n = 0
+
+/** A fresh outDir path that does not exist yet. */
+function freshOutDir() {
+  return path.join(tmp, `out-${++n}`)
+}
+
+/** An existing outDir holding one foreign file, which must survive any failure. */
+function existingOutDir() {
+  const dir = path.join(tmp, `existing-${++n}`)
+  fs.mkdirSync(dir)
+  fs.writeFileSync(path.join(dir, 'keep.txt'), 'foreign file')
+  return dir
+}
+
+function expectForeignFileKept(dir) {
+  expect(fs.readdirSync(dir)).toEqual(['keep.txt'])
+  expect(fs.readFileSync(path.join(dir, 'keep.txt'), 'utf8')).toBe('foreign file')
+}
+
+beforeAll(async () => {
+  tmp = makeTmpDir('errors')
+  crafted = path.join(tmp, 'crafted')
+  fs.mkdirSync(crafted)
+  gen = await hyp.generate({ dir: path.join(tmp, 'in'), rows: 1500, files: 16, tuples: 4, seed: 21 })
+  fixtureHashes = hashFiles(gen.files)
+  duck = await openDuck()
+})
+
+afterAll(() => {
+  if (duck) duck.close()
+  removeDir(tmp)
+})
+
+describe('ERR_INPUT_NOT_FOUND', () => {
+  test('a missing input file', async () => {
+    const missing = path.join(tmp, 'in', 'part-99999.parquet')
+    const files = [gen.files[0], gen.files[1], missing, ...gen.files.slice(2)]
+    const outDir = existingOutDir()
+    await expectCompactError(() => compactGeneration(files, { outDir }), {
+      code: 'ERR_INPUT_NOT_FOUND', mentions: [missing], outDir, inputs: gen.files,
+    })
+    expectForeignFileKept(outDir)
+  })
+
+  test('a missing input file does not create outDir', async () => {
+    const missing = path.join(tmp, 'nope', 'x.parquet')
+    const outDir = freshOutDir()
+    await expectCompactError(() => compactGeneration([...gen.files, missing], { outDir }), {
+      code: 'ERR_INPUT_NOT_FOUND', mentions: [missing], outDir, inputs: gen.files,
+    })
+    expect(fs.existsSync(outDir)).toBe(false)
+  })
+})
+
+describe('ERR_INPUT_CORRUPT', () => {
+  test('a file that is not Parquet', async () => {
+    const bad = path.join(crafted, 'not-parquet.parquet')
+    fs.writeFileSync(bad, 'this is a CSV file, honestly\n'.repeat(200))
+    const outDir = existingOutDir()
+    await expectCompactError(() => compactGeneration([gen.files[0], bad, gen.files[1]], { outDir }), {
+      code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [...gen.files, bad],
+    })
+    expectForeignFileKept(outDir)
+  })
+
+  test('an empty file', async () => {
+    const bad = path.join(crafted, 'empty.parquet')
+    fs.writeFileSync(bad, '')
+    const outDir = freshOutDir()
+    await expectCompactError(() => compactGeneration([gen.files[0], bad], { outDir }), {
+      code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [gen.files[0], bad],
+    })
+  })
+
+  test('a truncated Parquet file (first half only)', async () => {
+    const bad = path.join(crafted, 'truncated-half.parquet')
+    const src = fs.readFileSync(gen.files[3])
+    fs.writeFileSync(bad, src.subarray(0, Math.floor(src.length / 2)))
+    const outDir = existingOutDir()
+    await expectCompactError(() => compactGeneration([gen.files[0], gen.files[1], bad], { outDir }), {
+      code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [...gen.files, bad],
+    })
+    expectForeignFileKept(outDir)
+  })
+
+  test('a Parquet file missing its last byte (no trailing magic)', async () => {
+    const bad = path.join(crafted, 'truncated-1.parquet')
+    const src = fs.readFileSync(gen.files[4])
+    fs.writeFileSync(bad, src.subarray(0, src.length - 1))
+    const outDir = freshOutDir()
+    await expectCompactError(() => compactGeneration([bad, gen.files[0]], { outDir }), {
+      code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [gen.files[0], bad],
+    })
+  })
+
+  test('a data page broken mid-file: named with file and column; outputs already written are removed', async () => {
+    const bad = path.join(crafted, 'bad-page.parquet')
+    const change = await corruptDataPage(duck, gen.files[9], bad, 'request_id')
+    expect(change.before).not.toBe(change.after)
+    // the broken file comes last: by then output files have been opened and written
+    const files = [...gen.files, bad]
+    const outDir = existingOutDir()
+    let sawTmp = false
+    const err = await expectCompactError(() => compactGeneration(files, {
+      outDir,
+      targetFileBytes: 1 * MiB,
+      batchBytes: 2 * MiB,
+      onProgress: () => { if (ourFiles(outDir).length) sawTmp = true },
+    }), { code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: files })
+    expect(err.message).toContain('request_id')
+    expect(err.message).not.toContain(gen.files[9]) // the copy is broken, not the original
+    expectForeignFileKept(outDir)
+    // not a requirement of the contract, but it shows the cleanup was exercised
+    expect(sawTmp).toBe(true)
+  })
+
+  test('a failure after outDir was created removes every directory the call created', async () => {
+    const bad = path.join(crafted, 'bad-page-2.parquet')
+    await corruptDataPage(duck, gen.files[2], bad, 'request_id')
+    const top = path.join(tmp, `created-${++n}`)
+    const outDir = path.join(top, 'gen-2', 'data')
+    await expectCompactError(() => compactGeneration([...gen.files, bad], { outDir }), {
+      code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [...gen.files, bad],
+    })
+    expect({ exists: fs.existsSync(top), left: listTree(top) }).toEqual({ exists: false, left: [] })
+  })
+})
+
+describe('ERR_INVALID_OPTIONS', () => {
+  const cases = [
+    ['missing outDir', () => ({}), 'outDir'],
+    ['empty outDir', () => ({ outDir: '' }), 'outDir'],
+    ['outDir not a string', () => ({ outDir: 42 }), 'outDir'],
+    ['bad compression', o => ({ outDir: o, compression: 'brotli' }), 'compression'],
+    ['compressionLevel out of range', o => ({ outDir: o, compression: 'zstd', compressionLevel: 99 }), 'compressionLevel'],
+    ['negative batchRows', o => ({ outDir: o, batchRows: -5 }), 'batchRows'],
+    ['zero batchRows', o => ({ outDir: o, batchRows: 0 }), 'batchRows'],
+    ['fractional batchRows', o => ({ outDir: o, batchRows: 1.5 }), 'batchRows'],
+    ['negative batchBytes', o => ({ outDir: o, batchBytes: -1 }), 'batchBytes'],
+    ['targetFileBytes not a number', o => ({ outDir: o, targetFileBytes: '128MB' }), 'targetFileBytes'],
+    ['targetFileBytes zero', o => ({ outDir: o, targetFileBytes: 0 }), 'targetFileBytes'],
+    ['unknown option', o => ({ outDir: o, targetFileSize: 1e6 }), 'targetFileSize'],
+    ['sortBy (not supported yet)', o => ({ outDir: o, sortBy: [{ column: 'ts' }] }), 'sortBy'],
+    ['partitionBy (not supported yet)', o => ({ outDir: o, partitionBy: [{ column: 'session_id' }] }), 'partitionBy'],
+    ['dedupeBy (not supported yet)', o => ({ outDir: o, dedupeBy: '_hyp_cache_row_id' }), 'dedupeBy'],
+    ['sortOrderId (not supported yet)', o => ({ outDir: o, sortOrderId: 1 }), 'sortOrderId'],
+    ["fileNamePrefix with '/'", o => ({ outDir: o, fileNamePrefix: 'a/b' }), 'fileNamePrefix'],
+    ["fileNamePrefix with '..'", o => ({ outDir: o, fileNamePrefix: '../escape' }), 'fileNamePrefix'],
+    ["fileNamePrefix '..'", o => ({ outDir: o, fileNamePrefix: '..' }), 'fileNamePrefix'],
+    ['fileNamePrefix absolute', o => ({ outDir: o, fileNamePrefix: '/tmp/x' }), 'fileNamePrefix'],
+    ['verify not a boolean', o => ({ outDir: o, verify: 'yes' }), 'verify'],
+    ['signal not an AbortSignal', o => ({ outDir: o, signal: 'abort' }), 'signal'],
+    ['onProgress not a function', o => ({ outDir: o, onProgress: 1 }), 'onProgress'],
+  ]
+
+  test.each(cases)('%s', async (_name, makeOpts, mention) => {
+    const outDir = freshOutDir()
+    await expectCompactError(() => compactGeneration(gen.files, makeOpts(outDir)), {
+      code: 'ERR_INVALID_OPTIONS', mentions: [mention], outDir, inputs: gen.files,
+    })
+    expect(fs.existsSync(outDir)).toBe(false)
+    // nothing escaped outDir either (a prefix with '..' would land in its parent)
+    expect(ourFiles(tmp)).toEqual([])
+  })
+
+  test.each([
+    ['files not an array', () => 'part-00000.parquet'],
+    ['files empty', () => []],
+    ['files holding a non-string', () => [gen.files[0], 42]],
+  ])('%s', async (_name, makeFiles) => {
+    const outDir = freshOutDir()
+    await expectCompactError(() => compactGeneration(makeFiles(), { outDir }), {
+      code: 'ERR_INVALID_OPTIONS', mentions: ['files'], outDir, inputs: gen.files,
+    })
+    expect(fs.existsSync(outDir)).toBe(false)
+  })
+
+  test('opts missing altogether', async () => {
+    await expectCompactError(() => compactGeneration(gen.files), { code: 'ERR_INVALID_OPTIONS', inputs: gen.files })
+  })
+})
+
+describe('ERR_SCHEMA_CONFLICT', () => {
+  test('two inputs whose schemas disagree on a column type: message names both files and the column', async () => {
+    const conflict = path.join(crafted, 'status-as-string.parquet')
+    await hyp.retypedCopy(gen.files[5], conflict, {
+      column: 'status_code',
+      patch: { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } },
+      convert: 'string',
+    })
+    const schema = await duck.schema(conflict)
+    expect(schema.find(s => s.name === 'status_code')).toEqual(expect.objectContaining({ type: 'BYTE_ARRAY', field_id: 32 }))
+    const files = [gen.files[0], gen.files[1], conflict, gen.files[2]]
+    const outDir = existingOutDir()
+    const err = await expectCompactError(() => compactGeneration(files, { outDir }), {
+      code: 'ERR_SCHEMA_CONFLICT', mentions: [conflict, 'status_code'], outDir, inputs: files,
+    })
+    // the other file of the pair is one of the inputs that still has the original schema
+    expect([gen.files[0], gen.files[1], gen.files[2]].some(f => err.message.includes(f))).toBe(true)
+    expectForeignFileKept(outDir)
+  })
+})
+
+describe('ERR_IO', () => {
+  test('outDir is an existing regular file', async () => {
+    const outDir = path.join(tmp, `a-regular-file-${++n}`)
+    fs.writeFileSync(outDir, 'I am a file')
+    const before = sha256File(outDir)
+    const siblings = fs.readdirSync(tmp).sort()
+    await expectCompactError(() => compactGeneration(gen.files, { outDir }), {
+      code: 'ERR_IO', mentions: [outDir], inputs: gen.files,
+    })
+    expect(sha256File(outDir)).toBe(before)
+    expect(fs.readdirSync(tmp).sort()).toEqual(siblings)
+  })
+
+  test('outDir below a regular file (cannot be created)', async () => {
+    const file = path.join(tmp, `blocker-${++n}`)
+    fs.writeFileSync(file, 'blocks mkdir')
+    const outDir = path.join(file, 'sub')
+    const siblings = fs.readdirSync(tmp).sort()
+    await expectCompactError(() => compactGeneration(gen.files, { outDir }), {
+      code: 'ERR_IO', mentions: [file], inputs: gen.files,
+    })
+    expect(fs.readFileSync(file, 'utf8')).toBe('blocks mkdir')
+    expect(fs.readdirSync(tmp).sort()).toEqual(siblings)
+  })
+
+  test('an existing file with the name of an output is never replaced', async () => {
+    const outDir = path.join(tmp, `taken-${++n}`)
+    fs.mkdirSync(outDir)
+    const taken = path.join(outDir, 'p-00000.parquet')
+    fs.copyFileSync(gen.files[0], taken)
+    const before = sha256File(taken)
+    const outcome = await compactGeneration(gen.files, { outDir, fileNamePrefix: 'p' }).then(r => ({ r }), err => ({ err }))
+    expect(sha256File(taken)).toBe(before)
+    if (outcome.err) {
+      expectError(outcome.err)
+      expect(outcome.err.code).toBe('ERR_IO')
+      expect(outcome.err.message).toContain(taken)
+      expect(fs.readdirSync(outDir)).toEqual(['p-00000.parquet'])
+    } else {
+      expect(outcome.r.files.map(f => f.path)).not.toContain(taken)
+    }
+  })
+})
+
+describe('every failure leaves the inputs byte-identical', () => {
+  test('hashes of all fixture files are unchanged after the whole error suite', () => {
+    // (each case above also checks its own inputs; this runs last and covers them all)
+    expect(hashFiles(gen.files)).toEqual(fixtureHashes)
+  })
+})
+
+describe('outside jest', () => {
+  test('rejections are `instanceof Error` with a code in a plain Node process', () => {
+    // jest's vm context has its own Error, so check the real thing in a child process
+    const { execFileSync } = require('child_process')
+    const script = `
+      const { compactGeneration } = require(${JSON.stringify(path.resolve(__dirname, '..'))})
+      const out = []
+      const calls = [
+        () => compactGeneration(${JSON.stringify(gen.files.slice(0, 2))}, {}),
+        () => compactGeneration([${JSON.stringify(path.join(tmp, 'missing.parquet'))}], { outDir: ${JSON.stringify(path.join(tmp, 'never'))} }),
+        () => compactGeneration(${JSON.stringify(gen.files.slice(0, 2))}, { outDir: ${JSON.stringify(path.join(tmp, 'never'))}, signal: AbortSignal.abort() }),
+      ]
+      ;(async () => {
+        for (const c of calls) {
+          try { await c(); out.push({ resolved: true }) } catch (e) { out.push({ isError: e instanceof Error, code: e.code }) }
+        }
+        console.log(JSON.stringify(out))
+      })()`
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
+    expect(out).toEqual([
+      { isError: true, code: 'ERR_INVALID_OPTIONS' },
+      { isError: true, code: 'ERR_INPUT_NOT_FOUND' },
+      { isError: true, code: 'ERR_ABORTED' },
+    ])
+  })
+})
