@@ -34,8 +34,8 @@ pub struct Plan {
     pub key_value: Vec<KeyValue>,
     /// Per leaf column: did any input dictionary-encode it?
     pub dictionary_leaves: Vec<bool>,
-    /// Per leaf column: do the statistics of every input say it holds only nulls?
-    pub all_null_leaves: Vec<bool>,
+    /// Per leaf column: may any input hold a null in it (statistics say so, or are missing)?
+    pub nullable_leaves: Vec<bool>,
     pub total_rows: u64,
     pub total_data_bytes: u64,
     pub total_file_bytes: u64,
@@ -74,7 +74,7 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
     let mut first: Option<(PathBuf, Arc<SchemaDescriptor>, SchemaRef)> = None;
     let mut key_value: Vec<KeyValue> = Vec::new();
     let mut dictionary_leaves: Vec<bool> = Vec::new();
-    let mut all_null_leaves: Vec<bool> = Vec::new();
+    let mut nullable_leaves: Vec<bool> = Vec::new();
     for name in files {
         let path = PathBuf::from(name);
         let file = open_input(&path)?;
@@ -85,13 +85,13 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
         match &first {
             None => {
                 dictionary_leaves = vec![false; descr.num_columns()];
-                all_null_leaves = vec![true; descr.num_columns()];
+                nullable_leaves = vec![false; descr.num_columns()];
                 let arrow = Arc::new(wide_offsets_schema(meta.schema()));
                 first = Some((path.clone(), descr.clone(), arrow));
             }
             Some((first_path, first_descr, _)) => check_same_schema(first_path, first_descr, &path, &descr)?,
         }
-        let summary = summarize(&path, pq, file_bytes, &mut dictionary_leaves, &mut all_null_leaves)?;
+        let summary = summarize(&path, pq, file_bytes, &mut dictionary_leaves, &mut nullable_leaves)?;
         merge_key_value(&mut key_value, pq.file_metadata().key_value_metadata());
         inputs.push(summary);
     }
@@ -99,10 +99,10 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
-    Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, all_null_leaves, total_rows, total_data_bytes, total_file_bytes })
+    Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, nullable_leaves, total_rows, total_data_bytes, total_file_bytes })
 }
 
-fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, dict: &mut [bool], all_null: &mut [bool]) -> Result<InputSummary> {
+fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, dict: &mut [bool], nullable: &mut [bool]) -> Result<InputSummary> {
     let mut rows: u64 = 0;
     let mut data_bytes: u64 = 0;
     for rg in pq.row_groups() {
@@ -115,10 +115,9 @@ fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, dict: &mut [boo
                     *flag = true;
                 }
             }
-            let nulls = col.statistics().and_then(|s| s.null_count_opt());
-            if nulls != Some(col.num_values().max(0) as u64) {
-                if let Some(flag) = all_null.get_mut(i) {
-                    *flag = false;
+            if col.statistics().and_then(|s| s.null_count_opt()) != Some(0) {
+                if let Some(flag) = nullable.get_mut(i) {
+                    *flag = true;
                 }
             }
         }

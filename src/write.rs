@@ -10,6 +10,7 @@ use crate::error::{parquet_io_error, CompactError, Result};
 use crate::options::Options;
 use crate::plan::Plan;
 use crate::read::Batch;
+use arrow_array::RecordBatch;
 use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
@@ -155,9 +156,19 @@ struct Calibration {
     estimated: f64,
     actual: f64,
     row_groups: usize,
+    footer_bytes: f64,
+    footer_row_groups: usize,
 }
 
 impl Calibration {
+    fn footer_per_row_group(&self) -> f64 {
+        if self.footer_row_groups > 0 {
+            self.footer_bytes / self.footer_row_groups as f64
+        } else {
+            0.0
+        }
+    }
+
     fn factor(&self) -> f64 {
         if self.estimated > 0.0 {
             (self.actual / self.estimated).clamp(0.001, 1.0e3)
@@ -182,70 +193,114 @@ impl<'a> RollingWriter<'a> {
         self.closed_bytes + self.current.as_ref().map(|c| self.current_size(&c.writer) as u64).unwrap_or(0)
     }
 
+    /// Writes a batch, cutting it where the open file reaches its planned share.
     pub fn write(&mut self, batch: Batch) -> Result<()> {
         let Batch { batch, decoded_bytes, input_bytes } = batch;
         let rows = batch.num_rows();
-        if rows == 0 {
-            return Ok(());
-        }
-        if self.current.is_none() {
-            self.current = Some(self.open()?);
-        }
-        let (batch_rows, batch_bytes) = (self.opts.batch_rows, self.opts.batch_bytes);
-        let cur = self.current.as_mut().ok_or_else(|| CompactError::Internal("no open file".into()))?;
-        // Close the row group first if this batch would push it past the heap bound.
-        if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(decoded_bytes) > batch_bytes {
-            flush_row_group(cur, &mut self.calibration)?;
-        }
+        let (decoded_per_row, input_per_row) = (decoded_bytes as f64 / rows.max(1) as f64, input_bytes / rows.max(1) as f64);
         let mut offset = 0;
+        let mut force_progress = false;
         while offset < rows {
-            let take = (batch_rows - cur.rg_rows).min(rows - offset);
-            let piece = batch.slice(offset, take);
-            cur.writer.write(&piece).map_err(|e| write_error(&cur.tmp_path, e))?;
-            cur.rg_rows += take;
-            cur.rg_bytes += decoded_bytes.saturating_mul(take) / rows;
-            offset += take;
-            if cur.rg_rows >= batch_rows {
-                flush_row_group(cur, &mut self.calibration)?;
+            if self.current.is_none() {
+                self.current = Some(self.open()?);
             }
-        }
-        cur.rows += rows as u64;
-        self.rows_written += rows as u64;
-        self.consumed_in += input_bytes;
-        if self.should_close() {
-            // Decide on bytes actually written: flush the open row group, then look again.
-            if let Some(cur) = self.current.as_mut() {
-                if cur.rg_rows > 0 {
-                    flush_row_group(cur, &mut self.calibration)?;
+            let left = rows - offset;
+            let out_per_row = input_per_row * self.ratio().unwrap_or(1.0);
+            let mut take = match self.share() {
+                Some(share) if out_per_row > 0.0 => {
+                    let room = share - self.open_size();
+                    ((room / out_per_row).round().max(0.0) as usize).min(left)
                 }
+                _ => left,
+            };
+            if force_progress {
+                take = take.max(1);
+                force_progress = false;
             }
-            if self.should_close() {
-                self.close_current()?;
+            if take > 0 {
+                let decoded = (decoded_per_row * take as f64).round() as usize;
+                self.write_rows(&batch.slice(offset, take), decoded, input_per_row * take as f64)?;
+                offset += take;
+            }
+            if take < left {
+                // The planned cut: decide on bytes actually written. If the file turns out to
+                // have room after all, at least one more row goes in before deciding again.
+                force_progress = !self.close_if_full(out_per_row)?;
             }
         }
         Ok(())
     }
 
-    /// Decides, on bytes actually written, whether the open file is complete. The remaining
-    /// output is estimated from the compression ratio measured so far; if it all fits within
-    /// the target plus one row group (the allowed overshoot) it stays in this file, otherwise it
-    /// is cut into the fewest files of at most the target and this file closes at its equal
-    /// share, so a partition never ends in full files and a small tail.
-    fn should_close(&self) -> bool {
-        let Some(cur) = &self.current else { return false };
-        let size = self.current_size(&cur.writer);
+    /// Appends rows to the open file, closing row groups at `batchRows` rows or `batchBytes`
+    /// decoded bytes.
+    fn write_rows(&mut self, rows: &RecordBatch, decoded_bytes: usize, input_bytes: f64) -> Result<()> {
+        let (batch_rows, batch_bytes) = (self.opts.batch_rows, self.opts.batch_bytes);
+        let n = rows.num_rows();
+        let cur = self.current.as_mut().ok_or_else(|| CompactError::Internal("no open file".into()))?;
+        if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(decoded_bytes) > batch_bytes {
+            flush_row_group(cur, &mut self.calibration)?;
+        }
+        let mut offset = 0;
+        while offset < n {
+            let take = (batch_rows - cur.rg_rows).min(n - offset);
+            cur.writer.write(&rows.slice(offset, take)).map_err(|e| write_error(&cur.tmp_path, e))?;
+            cur.rg_rows += take;
+            cur.rg_bytes += decoded_bytes.saturating_mul(take) / n.max(1);
+            offset += take;
+            if cur.rg_rows >= batch_rows {
+                flush_row_group(cur, &mut self.calibration)?;
+            }
+        }
+        cur.rows += n as u64;
+        self.rows_written += n as u64;
+        self.consumed_in += input_bytes;
+        Ok(())
+    }
+
+    /// Flushes the open row group and closes the file if its actual size is at its share
+    /// (nearer to it than one more row would bring it). Returns whether it closed.
+    fn close_if_full(&mut self, out_per_row: f64) -> Result<bool> {
+        if let Some(cur) = self.current.as_mut() {
+            if cur.rg_rows > 0 {
+                flush_row_group(cur, &mut self.calibration)?;
+            }
+        }
+        let full = match self.share() {
+            Some(share) => self.open_size() + out_per_row / 2.0 >= share,
+            None => false,
+        };
+        if full {
+            self.close_current()?;
+        }
+        Ok(full)
+    }
+
+    /// Output bytes per input byte so far.
+    fn ratio(&self) -> Option<f64> {
+        (self.consumed_in > 0.0).then(|| (self.closed_bytes as f64 + self.open_size()) / self.consumed_in)
+    }
+
+    fn open_size(&self) -> f64 {
+        self.current.as_ref().map(|c| self.current_size(&c.writer)).unwrap_or(0.0)
+    }
+
+    /// Where the open file should end, in bytes, if it should end before the input does.
+    ///
+    /// The remaining output is estimated from the compression ratio measured so far. If it
+    /// all fits within the target plus one row group (the allowed overshoot) it stays in this
+    /// file; otherwise it is cut into the fewest files of at most the target and this file
+    /// ends at its equal share, so a partition never ends in full files and a small tail.
+    fn share(&self) -> Option<f64> {
+        let ratio = self.ratio()?;
+        let size = self.open_size();
         let target = self.opts.target_file_bytes as f64;
         let remaining_in = (self.plan.total_data_bytes as f64 - self.consumed_in).max(0.0);
-        if remaining_in <= 0.0 || self.consumed_in <= 0.0 {
-            return size >= target;
-        }
-        let ratio = (self.closed_bytes as f64 + size) / self.consumed_in;
         let rest = size + remaining_in * ratio;
         if rest <= target + self.row_group_bytes() {
-            return false;
+            return None;
         }
         let files = (rest / target).ceil().max(1.0);
-        size >= target || size >= rest / files
+        Some((rest / files).min(target))
     }
 
     /// Average bytes of the row groups flushed so far (the open row group's calibrated size
@@ -259,8 +314,12 @@ impl<'a> RollingWriter<'a> {
     }
 
     /// Bytes actually written to the open file plus its open row group, as calibrated.
+    /// Includes the footer the file will get, estimated per row group from closed files.
     fn current_size(&self, writer: &ArrowWriter<File>) -> f64 {
-        writer.bytes_written() as f64 + writer.in_progress_size() as f64 * self.calibration.factor()
+        let row_groups = writer.flushed_row_groups().len() + usize::from(writer.in_progress_rows() > 0);
+        writer.bytes_written() as f64
+            + writer.in_progress_size() as f64 * self.calibration.factor()
+            + self.calibration.footer_per_row_group() * row_groups as f64
     }
 
     fn open(&mut self) -> Result<OpenFile> {
@@ -277,9 +336,12 @@ impl<'a> RollingWriter<'a> {
     fn close_current(&mut self) -> Result<()> {
         let Some(mut cur) = self.current.take() else { return Ok(()) };
         flush_row_group(&mut cur, &mut self.calibration)?;
+        let data_end = cur.writer.bytes_written();
         let metadata = cur.writer.finish().map_err(|e| write_error(&cur.tmp_path, e))?;
         cur.writer.inner().sync_all().map_err(|e| CompactError::io(&cur.tmp_path, &e))?;
         let size = cur.writer.bytes_written() as u64;
+        self.calibration.footer_bytes += size.saturating_sub(data_end as u64) as f64;
+        self.calibration.footer_row_groups += metadata.num_row_groups();
         drop(cur.writer);
         self.closed_bytes += size;
         self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, metadata, size, rows: cur.rows });
@@ -294,6 +356,9 @@ impl<'a> RollingWriter<'a> {
 }
 
 fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<()> {
+    if cur.rg_rows == 0 {
+        return Ok(());
+    }
     let (estimate, before) = (cur.writer.in_progress_size(), cur.writer.bytes_written());
     cur.writer.flush().map_err(|e| write_error(&cur.tmp_path, e))?;
     calibration.estimated += estimate as f64;
@@ -328,11 +393,12 @@ fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
     }
     for (i, used) in plan.dictionary_leaves.iter().enumerate() {
-        // An all-null chunk gets an empty dictionary page, and hyparquet-compressors (1.1.2)
-        // rejects the empty LZ4 block that encodes it: under LZ4 a column that is null in every
-        // input is written without a dictionary.
-        let all_null = plan.all_null_leaves.get(i).copied().unwrap_or(false);
-        let dictionary = *used && !(opts.compression == Compression::LZ4_RAW && all_null);
+        // A row group whose chunk of a column is all null gets an empty dictionary page, and
+        // hyparquet-compressors (1.1.2) rejects the empty LZ4 block encoding it. Under LZ4 only
+        // columns that no input holds a null in (so no row group can be all null) keep their
+        // dictionary.
+        let nullable = plan.nullable_leaves.get(i).copied().unwrap_or(true);
+        let dictionary = *used && !(opts.compression == Compression::LZ4_RAW && nullable);
         b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), dictionary);
     }
     b.build()

@@ -89,6 +89,18 @@ fn write_inputs(dir: &Path, files: usize, rows: usize, fat: usize, body: usize) 
     out
 }
 
+/// Copies `src` to `dst` with the first page header of leaf `leaf` scrambled (a flipped byte
+/// inside compressed values may go unnoticed: pages carry no checksum unless the writer adds one).
+fn corrupt_first_page(src: &Path, dst: &Path, leaf: usize) {
+    let mut bytes = std::fs::read(src).unwrap();
+    let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(src).unwrap()).unwrap();
+    let (start, _) = meta.row_group(0).column(leaf).byte_range();
+    for b in &mut bytes[start as usize..(start + 24) as usize] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(dst, &bytes).unwrap();
+}
+
 fn opts(out: &Path) -> Options {
     let mut o = Options::new(out);
     o.compression = parquet::basic::Compression::SNAPPY;
@@ -237,19 +249,8 @@ fn corrupt_input_fails_with_its_name_and_leaves_nothing() {
 
     // A corrupt page deep in the last input: the files before it were already written.
     let mut files = write_inputs(s.path(), 3, 200, 1_000, 500);
-    let victim = PathBuf::from(files[2].clone());
     let copy = s.path().join("victim.parquet");
-    let mut bytes = std::fs::read(&victim).unwrap();
-    let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&victim).unwrap()).unwrap();
-    let col = meta.row_group(0).column(3);
-    let (start, len) = col.byte_range();
-    // The first page header of the column chunk (a flipped byte inside compressed values may
-    // go unnoticed: pages carry no checksum unless the writer adds one).
-    let _ = len;
-    for b in &mut bytes[start as usize..(start + 24) as usize] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&copy, &bytes).unwrap();
+    corrupt_first_page(Path::new(&files[2]), &copy, 3);
     files[2] = copy.display().to_string();
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("keep.txt"), b"not ours").unwrap();
@@ -302,6 +303,14 @@ fn missing_input_and_schema_conflict_are_typed() {
     with_missing.push(s.path().join("nope.parquet").display().to_string());
     let err = run(&with_missing, &opts(&out)).unwrap_err();
     assert_eq!(err.code(), "ERR_INPUT_NOT_FOUND");
+    // Directories a failed call created for a nested outDir are removed, all of them.
+    // (The corrupt page is only found while reading, after outDir was made.)
+    let nested = s.path().join("a").join("b").join("c");
+    let bad_page = s.path().join("bad-page.parquet");
+    corrupt_first_page(Path::new(&files[1]), &bad_page, 3);
+    let bad = vec![files[0].clone(), bad_page.display().to_string()];
+    assert_eq!(run(&bad, &opts(&nested)).unwrap_err().code(), "ERR_INPUT_CORRUPT");
+    assert!(!s.path().join("a").exists());
     assert!(err.to_string().contains("nope.parquet"));
 
     let other = s.path().join("other.parquet");
