@@ -161,6 +161,40 @@ describe('every row survives', () => {
   })
 })
 
+describe('dedupeBy', () => {
+  test('keeps exactly the first occurrence of each id, in files order then row order (checked by DuckDB)', async () => {
+    const outDir = path.join(tmp, 'dedupe')
+    const r = await compactGeneration(gen.files, { outDir, dedupeBy: '_hyp_cache_row_id', targetFileBytes: TARGET, batchBytes: BATCH_BYTES })
+    const paths = r.files.map(f => f.path)
+    const expected = await duck.firstOccurrenceChecksum(gen.files, '_hyp_cache_row_id')
+    const all = await duck.checksum(gen.files)
+    const output = await duck.checksum(paths)
+    // the fixture has duplicates, so dropping them is visible
+    expect(Number(expected.n)).toBeLessThan(Number(all.n))
+    const { perColumn, ...main } = output
+    expect(main).toEqual(expected)
+    expect(r.rowsRead).toBe(gen.rows)
+    expect(r.duplicatesDropped).toBe(gen.rows - Number(expected.n))
+    expect(r.rowsWritten).toBe(Number(expected.n))
+    expect(r.files.reduce((n, f) => n + f.recordCount, 0)).toBe(Number(expected.n))
+    const [{ dups }] = await duck.q(`SELECT (count(*) - count(DISTINCT _hyp_cache_row_id))::INT AS dups FROM read_parquet(${JSON.stringify(paths).replace(/"/g, "'")})`)
+    expect(dups).toBe(0)
+    expect(hashFiles(gen.files)).toEqual(inputHashes)
+  })
+
+  test('a later file repeating an earlier file whole is dropped whole', async () => {
+    const outDir = path.join(tmp, 'dedupe-repeat')
+    const copy = path.join(tmp, 'repeat-of-first.parquet')
+    fs.copyFileSync(gen.files[0], copy)
+    const files = [gen.files[0], gen.files[1], copy]
+    const r = await compactGeneration(files, { outDir, dedupeBy: '_hyp_cache_row_id' })
+    const expected = await duck.firstOccurrenceChecksum(files, '_hyp_cache_row_id')
+    const { perColumn, ...main } = await duck.checksum(r.files.map(f => f.path))
+    expect(main).toEqual(expected)
+    expect(r.duplicatesDropped).toBeGreaterThanOrEqual(gen.fileRows[0])
+  })
+})
+
 describe('result fields', () => {
   test('totals', () => {
     const r = split.result

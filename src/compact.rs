@@ -1,8 +1,9 @@
-//! The pipeline of one call: plan → read → write → verify → publish → report. Runs on a
+//! The pipeline of one call: plan → read → dedupe → write → verify → publish → report. Runs on a
 //! blocking thread; checks the cancel flag between batches; reports progress through a
 //! callback. Memory: that of the read and write stages (one decoded batch plus the open
 //! row group), independent of the number or size of the inputs.
 
+use crate::dedupe::Deduper;
 use crate::error::{CompactError, Result};
 use crate::options::Options;
 use crate::plan::build_plan;
@@ -30,14 +31,24 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     check_cancel(cancel)?;
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let plan = build_plan(files)?;
+    let mut deduper = match &opts.dedupe_by {
+        Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
+        None => None,
+    };
     check_cancel(cancel)?;
     let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
     let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
     let mut writer = RollingWriter::new(&plan, opts, &mut outputs);
     let mut rows_read = 0u64;
     let mut last: Option<Instant> = None;
-    read_all(&plan, &limits, cancel, |batch| {
-        rows_read += batch.batch.num_rows() as u64;
+    read_all(&plan, &limits, cancel, |mut batch| {
+        let n = batch.batch.num_rows();
+        rows_read += n as u64;
+        if let Some(d) = deduper.as_mut() {
+            let kept = d.filter(batch.batch)?;
+            batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
+            batch.batch = kept;
+        }
         writer.write(batch)?;
         if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
             last = Some(Instant::now());
@@ -53,25 +64,27 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     })?;
     let rows_written = writer.rows_written;
     let written = writer.finish()?;
+    let duplicates = deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
     let bytes_written: u64 = written.iter().map(|f| f.size).sum();
     let snapshot = |phase| Progress { phase, rows_read, rows_written, bytes_written, files_written: written.len() as u64 };
     check_cancel(cancel)?;
     if opts.verify {
         progress(&snapshot("verify"));
-        verify(&written, rows_read)?;
+        verify(&written, rows_read - duplicates)?;
     }
     check_cancel(cancel)?;
     outputs.publish(&written)?;
     check_cancel(cancel)?;
-    let report = build_report(&plan, &written, rows_read, rows_written, started.elapsed().as_secs_f64() * 1000.0);
+    let mut report = build_report(&plan, &written, rows_read, rows_written, started.elapsed().as_secs_f64() * 1000.0);
+    report.duplicates_dropped = duplicates;
     outputs.commit();
     progress(&snapshot("done"));
     Ok(report)
 }
 
 /// Re-reads every output's footer from disk: each file's row count is what was written to
-/// it, and together they hold every row read.
-fn verify(files: &[WrittenFile], rows_read: u64) -> Result<()> {
+/// it, and together they hold every row read less the duplicates dropped.
+fn verify(files: &[WrittenFile], rows_expected: u64) -> Result<()> {
     let mut total = 0u64;
     for f in files {
         let fail = |msg: String| CompactError::VerifyFailed { path: f.tmp_path.display().to_string(), msg };
@@ -83,9 +96,9 @@ fn verify(files: &[WrittenFile], rows_read: u64) -> Result<()> {
         }
         total += rows;
     }
-    if total != rows_read {
+    if total != rows_expected {
         let path = files.first().map(|f| f.tmp_path.display().to_string()).unwrap_or_default();
-        return Err(CompactError::VerifyFailed { path, msg: format!("outputs hold {total} rows, inputs {rows_read}") });
+        return Err(CompactError::VerifyFailed { path, msg: format!("outputs hold {total} rows, {rows_expected} expected") });
     }
     Ok(())
 }

@@ -6,10 +6,12 @@
 //! the Promise, AbortSignal, the progress callback and error mapping.
 
 pub mod compact;
+pub mod dedupe;
 pub mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
 pub mod options;
+pub mod partition;
 pub mod plan;
 pub mod read;
 pub mod report;

@@ -34,6 +34,28 @@ async function openDuck() {
       const [cols] = await q(`SELECT sum(hash(COLUMNS(*)))::VARCHAR FROM read_parquet(${fileList(files)})`)
       return { ...r, perColumn: cols }
     },
+    /**
+     * `checksum`'s main figures over the first occurrence of each `key` value only, in `files`
+     * order then row order (what `dedupeBy` must keep), computed by DuckDB alone.
+     */
+    async firstOccurrenceChecksum(files, key) {
+      const order = files.map((f, i) => `(${sqlString(f)}, ${i})`).join(', ')
+      const [r] = await q(`
+        WITH o AS (SELECT * FROM (VALUES ${order}) AS o(fname, idx)),
+        ranked AS (
+          SELECT r.*, row_number() OVER (PARTITION BY r."${key}" ORDER BY o.idx, r.file_row_number) AS rn_
+          FROM read_parquet(${fileList(files)}, filename = true, file_row_number = true) AS r
+          JOIN o ON r.filename = o.fname),
+        t AS (SELECT * EXCLUDE (filename, file_row_number, rn_) FROM ranked WHERE rn_ = 1)
+        SELECT count(*)::VARCHAR AS n,
+               sum(hash(_hyp_cache_row_id))::VARCHAR AS ids,
+               sum(epoch_us(ts))::VARCHAR AS ts_us,
+               sum(epoch_us(ingested_at))::VARCHAR AS ingested_us,
+               sum(epoch_us(started_at))::VARCHAR AS started_us,
+               sum(hash(t))::VARCHAR AS whole_row
+        FROM t`)
+      return r
+    },
     /** parquet_metadata rows of one file (one per row group x leaf column). */
     async metadata(file) {
       return q(`SELECT row_group_id::INT AS rg, row_group_num_rows::BIGINT AS rg_rows,
