@@ -1,4 +1,5 @@
-//! The pipeline of one call: plan → read → dedupe → write → verify → publish → report. Runs on a
+//! The pipeline of one call: plan → group (partition tuples) → per tuple: read → dedupe →
+//! write; then verify → publish → report. Runs on a
 //! blocking thread; checks the cancel flag between batches; reports progress through a
 //! callback. Memory: that of the read and write stages (one decoded batch plus the open
 //! row group), independent of the number or size of the inputs.
@@ -7,9 +8,12 @@ use crate::dedupe::Deduper;
 use crate::error::{CompactError, Result};
 use crate::options::Options;
 use crate::plan::build_plan;
-use crate::read::{check_cancel, read_all, ReadLimits};
+use crate::group::group;
+use crate::partition::Partitioner;
+use crate::read::{check_cancel, read_segments, Batch, ReadLimits};
+use arrow_array::BooleanArray;
 use crate::report::{build_report, CompactReport};
-use crate::write::{Outputs, RollingWriter, WrittenFile};
+use crate::write::{Calibration, Outputs, RollingWriter, WrittenFile};
 use parquet::file::metadata::ParquetMetaDataReader;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -25,61 +29,115 @@ pub struct Progress {
 
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
+/// Counters shared by the tuples of a call.
+#[derive(Default)]
+struct Totals {
+    rows_read: u64,
+    rows_written: u64,
+    duplicates: u64,
+    bytes_closed: u64,
+    files_closed: u64,
+}
+
 /// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
 pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
     let started = Instant::now();
     check_cancel(cancel)?;
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let plan = build_plan(files)?;
-    let mut deduper = match &opts.dedupe_by {
-        Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
+    if let Some(column) = &opts.dedupe_by {
+        Deduper::new(&plan.arrow_schema, column)?; // reject a bad column before touching outDir
+    }
+    let mut partitioner = match &opts.partition_by {
+        Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
     };
+    let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
+    let groups = group(&plan, partitioner.as_mut(), &limits, cancel)?;
     check_cancel(cancel)?;
     let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
-    let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
-    let mut writer = RollingWriter::new(&plan, opts, &mut outputs);
-    let mut rows_read = 0u64;
+    let mut written: Vec<(WrittenFile, Option<usize>)> = Vec::new();
+    let mut totals = Totals::default();
     let mut last: Option<Instant> = None;
-    read_all(&plan, &limits, cancel, |mut batch| {
-        let n = batch.batch.num_rows();
-        rows_read += n as u64;
-        if let Some(d) = deduper.as_mut() {
-            let kept = d.filter(batch.batch)?;
-            batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
-            batch.batch = kept;
-        }
-        writer.write(batch)?;
-        if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
-            last = Some(Instant::now());
-            progress(&Progress {
-                phase: "write",
-                rows_read,
-                rows_written: writer.rows_written,
-                bytes_written: writer.bytes_written(),
-                files_written: writer.files_written() as u64,
-            });
-        }
-        Ok(())
-    })?;
-    let rows_written = writer.rows_written;
-    let written = writer.finish()?;
-    let duplicates = deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
-    let bytes_written: u64 = written.iter().map(|f| f.size).sum();
-    let snapshot = |phase| Progress { phase, rows_read, rows_written, bytes_written, files_written: written.len() as u64 };
+    let mut calibration = Calibration::default();
+    for g in &groups {
+        // One tuple at a time: its own seen set, its own run of files.
+        let mut deduper = match &opts.dedupe_by {
+            Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
+            None => None,
+        };
+        let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
+        read_segments(&plan, &g.segments, None, &limits, cancel, |segment, mut batch| {
+            if segment.mixed {
+                if let (Some(p), Some(tuple)) = (partitioner.as_mut(), g.tuple) {
+                    let keep: BooleanArray = p.tuple_ids(&batch.batch)?.into_iter().map(|t| Some(t == tuple)).collect();
+                    batch = shrink(batch, &keep)?;
+                }
+            }
+            let n = batch.batch.num_rows();
+            totals.rows_read += n as u64;
+            if let Some(d) = deduper.as_mut() {
+                let kept = d.filter(batch.batch)?;
+                batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
+                batch.batch = kept;
+            }
+            writer.write(batch)?;
+            if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+                last = Some(Instant::now());
+                progress(&Progress {
+                    phase: "write",
+                    rows_read: totals.rows_read,
+                    rows_written: totals.rows_written + writer.rows_written,
+                    bytes_written: totals.bytes_closed + writer.bytes_written(),
+                    files_written: totals.files_closed + writer.files_written() as u64,
+                });
+            }
+            Ok(())
+        })?;
+        totals.rows_written += writer.rows_written;
+        let (files, measured) = writer.finish()?;
+        calibration = measured;
+        totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
+        totals.files_closed += files.len() as u64;
+        totals.duplicates += deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
+        written.extend(files.into_iter().map(|f| (f, g.tuple)));
+    }
+    let snapshot = |phase| Progress {
+        phase,
+        rows_read: totals.rows_read,
+        rows_written: totals.rows_written,
+        bytes_written: totals.bytes_closed,
+        files_written: totals.files_closed,
+    };
+    let (files_written, tuples): (Vec<WrittenFile>, Vec<Option<usize>>) = written.into_iter().unzip();
     check_cancel(cancel)?;
     if opts.verify {
         progress(&snapshot("verify"));
-        verify(&written, rows_read - duplicates)?;
+        verify(&files_written, totals.rows_read - totals.duplicates)?;
     }
     check_cancel(cancel)?;
-    outputs.publish(&written)?;
+    outputs.publish(&files_written)?;
     check_cancel(cancel)?;
-    let mut report = build_report(&plan, &written, rows_read, rows_written, started.elapsed().as_secs_f64() * 1000.0);
-    report.duplicates_dropped = duplicates;
+    let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
+    report.duplicates_dropped = totals.duplicates;
+    if let Some(p) = &partitioner {
+        for (file, tuple) in report.files.iter_mut().zip(tuples) {
+            if let Some(values) = tuple.and_then(|t| p.tuples.get(t)) {
+                file.partition = values.clone();
+            }
+        }
+    }
     outputs.commit();
     progress(&snapshot("done"));
     Ok(report)
+}
+
+/// The rows of a batch that `keep` marks, with its byte figures scaled to them.
+fn shrink(batch: Batch, keep: &BooleanArray) -> Result<Batch> {
+    let n = batch.batch.num_rows().max(1);
+    let kept = arrow_select::filter::filter_record_batch(&batch.batch, keep).map_err(|e| CompactError::Internal(format!("partition filter: {e}")))?;
+    let share = kept.num_rows() as f64 / n as f64;
+    Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept })
 }
 
 /// Re-reads every output's footer from disk: each file's row count is what was written to

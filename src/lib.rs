@@ -8,6 +8,7 @@
 pub mod compact;
 pub mod dedupe;
 pub mod error;
+pub mod group;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
 pub mod options;

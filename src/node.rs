@@ -5,12 +5,12 @@
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
 use crate::options::{Options, RawValue};
+use crate::partition::PartitionValue;
 use crate::report::CompactReport;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, ValueType};
 use napi_derive::napi;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ pub struct OutputFile {
     pub path: String,
     /// Transformed partition values of this file's tuple.
     #[napi(ts_type = "Record<string, unknown>")]
-    pub partition: HashMap<String, String>,
+    pub partition: serde_json::Map<String, serde_json::Value>,
     pub record_count: i64,
     pub file_size_in_bytes: i64,
     pub row_groups: u32,
@@ -218,7 +218,9 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
             }
             _ => {}
         }
-        entries.push((key, raw_value(env, &value)?));
+        // The signal and callback are taken as they are above, not converted.
+        let converted = if key == "signal" || key == "onProgress" { RawValue::Other(format!("{vt:?}").to_lowercase()) } else { raw_value(env, &value)? };
+        entries.push((key, converted));
     }
     let options = Options::from_raw(&entries).map_err(Prep::Compact)?;
     let cancel = Arc::new(AtomicBool::new(false));
@@ -248,8 +250,35 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
     Ok(Prepared { files: paths, options, cancel, progress })
 }
 
+/// Nesting depth converted for option values (`partitionBy: [{ column }]` needs 2).
+const MAX_OPTION_DEPTH: usize = 3;
+
 fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
+    raw_value_at(env, v, 0)
+}
+
+fn raw_value_at(env: &Env, v: &Unknown, depth: usize) -> Result<RawValue> {
     let raw = v.raw();
+    if v.get_type()? == ValueType::Object && depth < MAX_OPTION_DEPTH {
+        if v.is_array()? {
+            let list: Array = unsafe { v.cast()? };
+            let mut items = Vec::with_capacity(list.len() as usize);
+            for i in 0..list.len() {
+                let item: Unknown = list.get(i)?.ok_or_else(|| napi::Error::from_reason("array hole"))?;
+                items.push(raw_value_at(env, &item, depth + 1)?);
+            }
+            return Ok(RawValue::Array(items));
+        }
+        let obj: Object = unsafe { v.cast()? };
+        let keys: Array = unsafe { obj.get_property_names()?.to_unknown().cast()? };
+        let mut entries = Vec::new();
+        for i in 0..keys.len() {
+            let Some(key) = keys.get::<String>(i)? else { continue };
+            let value: Unknown = obj.get_named_property(&key)?;
+            entries.push((key, raw_value_at(env, &value, depth + 1)?));
+        }
+        return Ok(RawValue::Object(entries));
+    }
     Ok(match v.get_type()? {
         ValueType::Undefined => RawValue::Undefined,
         ValueType::Null => RawValue::Null,
@@ -258,6 +287,19 @@ fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
         ValueType::String => RawValue::String(unsafe { String::from_napi_value(env.raw(), raw)? }),
         other => RawValue::Other(format!("{other:?}").to_lowercase()),
     })
+}
+
+/// Partition values as JS values: numbers, strings, booleans, null; bytes as lowercase hex.
+fn json_value(v: PartitionValue) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        PartitionValue::Null => Value::Null,
+        PartitionValue::Bool(b) => Value::Bool(b),
+        PartitionValue::Int(i) => Value::from(i),
+        PartitionValue::Float(f) => serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null),
+        PartitionValue::String(s) => Value::String(s),
+        PartitionValue::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
+    }
 }
 
 fn progress_event(p: &Progress) -> ProgressEvent {
@@ -287,7 +329,7 @@ fn to_js(r: CompactReport) -> CompactResult {
             .into_iter()
             .map(|f| OutputFile {
                 path: f.path,
-                partition: HashMap::new(),
+                partition: f.partition.into_iter().map(|(k, v)| (k, json_value(v))).collect(),
                 record_count: f.record_count as i64,
                 file_size_in_bytes: f.file_size_in_bytes as i64,
                 row_groups: f.row_groups,

@@ -3,6 +3,7 @@
 //! Memory: nothing beyond the options themselves.
 
 use crate::error::{CompactError, Result};
+use crate::partition::{PartitionField, Transform};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use std::path::PathBuf;
 
@@ -14,7 +15,10 @@ pub enum RawValue {
     Bool(bool),
     Number(f64),
     String(String),
-    /// Any other JS type, named (`"object"`, `"function"`, …).
+    Array(Vec<RawValue>),
+    /// A plain object's own enumerable properties.
+    Object(Vec<(String, RawValue)>),
+    /// Any other JS type, named (`"function"`, `"bigint"`, …).
     Other(String),
 }
 
@@ -29,6 +33,8 @@ impl RawValue {
             RawValue::Bool(_) => "boolean".into(),
             RawValue::Number(_) => "number".into(),
             RawValue::String(_) => "string".into(),
+            RawValue::Array(_) => "array".into(),
+            RawValue::Object(_) => "object".into(),
             RawValue::Other(t) => t.clone(),
         }
     }
@@ -40,7 +46,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "signal", "onProgress",
 ];
 /// Keys that are part of the contract but not implemented yet: rejected when given.
-const NOT_YET: &[&str] = &["sortBy", "sortOrderId", "partitionBy"];
+const NOT_YET: &[&str] = &["sortBy", "sortOrderId"];
 
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_BATCH_ROWS: usize = 10_000;
@@ -58,6 +64,8 @@ pub struct Options {
     pub verify: bool,
     /// Column whose repeated values are dropped after their first occurrence.
     pub dedupe_by: Option<String>,
+    /// Iceberg partition spec: no output file spans two tuples.
+    pub partition_by: Option<Vec<PartitionField>>,
 }
 
 impl Options {
@@ -72,6 +80,7 @@ impl Options {
             file_name_prefix: random_prefix(),
             verify: true,
             dedupe_by: None,
+            partition_by: None,
         }
     }
 
@@ -112,6 +121,7 @@ impl Options {
             }
             v => return Err(invalid(format!("'fileNamePrefix' must be a string, got {}", v.type_name()))),
         }
+        opts.partition_by = partition_by(&get("partitionBy"))?;
         match get("dedupeBy") {
             RawValue::Undefined | RawValue::Null => {}
             RawValue::String(s) if !s.is_empty() => opts.dedupe_by = Some(s),
@@ -124,6 +134,38 @@ impl Options {
         }
         Ok(opts)
     }
+}
+
+/// `[{ column, transform? }]`, transforms named as Iceberg does (`identity` by default).
+fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
+    let items = match value {
+        RawValue::Undefined | RawValue::Null => return Ok(None),
+        RawValue::Array(items) => items,
+        v => return Err(invalid(format!("'partitionBy' must be an array of {{ column, transform? }}, got {}", v.type_name()))),
+    };
+    let mut fields = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let RawValue::Object(entries) = item else {
+            return Err(invalid(format!("'partitionBy'[{i}] must be an object {{ column, transform? }}, got {}", item.type_name())));
+        };
+        let mut column = None;
+        let mut transform = Transform::Identity;
+        for (key, v) in entries {
+            match (key.as_str(), v) {
+                ("column", RawValue::String(c)) if !c.is_empty() => column = Some(c.clone()),
+                ("transform", RawValue::Undefined | RawValue::Null) => {}
+                ("transform", RawValue::String(t)) => {
+                    transform = Transform::parse(&t.to_ascii_lowercase()).ok_or_else(|| {
+                        invalid(format!("'partitionBy'[{i}].transform '{t}' is not one of identity, year, month, day, hour, bucket[N], truncate[W]"))
+                    })?
+                }
+                _ => return Err(invalid(format!("'partitionBy'[{i}]: unexpected '{key}' ({})", v.type_name()))),
+            }
+        }
+        let column = column.ok_or_else(|| invalid(format!("'partitionBy'[{i}].column must be a column name")))?;
+        fields.push(PartitionField { column, transform });
+    }
+    Ok((!fields.is_empty()).then_some(fields))
 }
 
 fn invalid(msg: String) -> CompactError {
@@ -222,6 +264,25 @@ mod tests {
     }
 
     #[test]
+    fn partition_spec() {
+        let o = Options::from_raw(&raw(&[
+            ("outDir", RawValue::String("/tmp/x".into())),
+            ("partitionBy", RawValue::Array(vec![
+                RawValue::Object(vec![("column".into(), RawValue::String("date".into()))]),
+                RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("transform".into(), RawValue::String("bucket[8]".into()))]),
+            ])),
+        ]))
+        .unwrap();
+        assert_eq!(
+            o.partition_by,
+            Some(vec![
+                PartitionField { column: "date".into(), transform: Transform::Identity },
+                PartitionField { column: "ts".into(), transform: Transform::Bucket(8) },
+            ])
+        );
+    }
+
+    #[test]
     fn rejects_bad_options() {
         let base = ("outDir", RawValue::String("/tmp/x".into()));
         for bad in [
@@ -237,7 +298,10 @@ mod tests {
             vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],
             vec![base.clone(), ("dedupeBy", RawValue::String("".into()))],
             vec![base.clone(), ("dedupeBy", RawValue::Number(1.0))],
-            vec![base.clone(), ("partitionBy", RawValue::Other("object".into()))],
+            vec![base.clone(), ("partitionBy", RawValue::Object(vec![]))],
+            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::String("date".into())]))],
+            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("transform".into(), RawValue::String("days".into()))])]))],
+            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("transform".into(), RawValue::String("day".into()))])]))],
             vec![base.clone(), ("targetFileByte", RawValue::Number(1e6))],
         ] {
             let err = Options::from_raw(&raw(&bad)).unwrap_err();

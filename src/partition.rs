@@ -74,6 +74,7 @@ pub enum PartitionValue {
 }
 
 struct Bound {
+    column: String,
     index: usize,
     name: String,
     transform: Transform,
@@ -101,18 +102,30 @@ impl Partitioner {
                 CompactError::InvalidOptions(format!("'partitionBy': transform {:?} does not apply to column '{}' of type {dt}", f.transform, f.column))
             })?;
             sort_fields.push(SortField::new(out));
-            fields.push(Bound { index, name: f.transform.field_name(&f.column), transform: f.transform });
+            fields.push(Bound { column: f.column.clone(), index, name: f.transform.field_name(&f.column), transform: f.transform });
         }
         let converter = RowConverter::new(sort_fields).map_err(|e| CompactError::InvalidOptions(format!("'partitionBy': {e}")))?;
         Ok(Partitioner { fields, converter, ids: HashMap::new(), tuples: Vec::new() })
     }
 
-    /// The tuple id of every row of `batch`, registering tuples not seen before.
+    /// Top-level column indices the spec reads (in the decode schema).
+    pub fn source_roots(&self) -> Vec<usize> {
+        let mut roots: Vec<usize> = self.fields.iter().map(|f| f.index).collect();
+        roots.sort_unstable();
+        roots.dedup();
+        roots
+    }
+
+    /// The tuple id of every row of `batch` (all columns, or only the partition sources),
+    /// registering tuples not seen before.
     pub fn tuple_ids(&mut self, batch: &RecordBatch) -> Result<Vec<usize>> {
         let columns = self
             .fields
             .iter()
-            .map(|f| apply(batch.column(f.index), f.transform))
+            .map(|f| {
+                let column = batch.column_by_name(&f.column).ok_or_else(|| CompactError::Internal(format!("partition column '{}' not decoded", f.column)))?;
+                apply(column, f.transform)
+            })
             .collect::<Result<Vec<_>>>()?;
         let rows = self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("partition keys: {e}")))?;
         let mut out = Vec::with_capacity(batch.num_rows());

@@ -21,6 +21,7 @@ pub struct InputSummary {
     /// Compressed bytes of the row groups' column chunks (what the file holds of data).
     pub data_bytes: u64,
     pub file_bytes: u64,
+    pub row_groups: usize,
 }
 
 #[derive(Debug)]
@@ -122,7 +123,7 @@ fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, dict: &mut [boo
             }
         }
     }
-    Ok(InputSummary { path: path.to_path_buf(), rows, data_bytes, file_bytes })
+    Ok(InputSummary { path: path.to_path_buf(), rows, data_bytes, file_bytes, row_groups: pq.num_row_groups() })
 }
 
 fn merge_key_value(into: &mut Vec<KeyValue>, from: Option<&Vec<KeyValue>>) {
@@ -167,10 +168,16 @@ fn check_same_schema(a_path: &Path, a: &SchemaDescriptor, b_path: &Path, b: &Sch
     Err(conflict(&column, format!("column order differs: [{}] vs [{}]", order(fa), order(fb))))
 }
 
+/// A one-line description of a column's type, cut to a readable length.
 fn describe(t: &Type) -> String {
+    const MAX: usize = 240;
     let mut out = Vec::new();
     let _ = parquet::schema::printer::print_schema(&mut out, t);
-    String::from_utf8_lossy(&out).split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = String::from_utf8_lossy(&out).split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
 }
 
 /// The decode schema: like the inferred one but with 64-bit offsets for strings and binaries,

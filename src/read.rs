@@ -37,48 +37,87 @@ pub struct ReadLimits {
     pub batch_bytes: usize,
 }
 
-/// Streams every row of every input, in order, to `sink`.
-pub fn read_all(
+/// One row group of one input, as a unit of reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Index into `Plan::inputs`.
+    pub input: usize,
+    pub row_group: usize,
+    /// The row group also holds rows of other partition tuples: filter its batches.
+    pub mixed: bool,
+}
+
+/// Every row group of every input, in order.
+pub fn all_segments(plan: &Plan) -> Vec<Segment> {
+    plan.inputs
+        .iter()
+        .enumerate()
+        .flat_map(|(input, summary)| (0..summary.row_groups).map(move |row_group| Segment { input, row_group, mixed: false }))
+        .collect()
+}
+
+/// Streams the rows of `segments`, in order, to `sink`; with `roots`, only those top-level
+/// columns are decoded.
+pub fn read_segments(
     plan: &Plan,
+    segments: &[Segment],
+    roots: Option<&[usize]>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
-    mut sink: impl FnMut(Batch) -> Result<()>,
+    mut sink: impl FnMut(&Segment, Batch) -> Result<()>,
 ) -> Result<()> {
-    for input in &plan.inputs {
+    let mut open: Option<(usize, File, ArrowReaderMetadata)> = None;
+    for segment in segments {
         check_cancel(cancel)?;
+        let input = plan.inputs.get(segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
         let path = input.path.as_path();
-        let file = open_input(path)?;
-        let meta = load_metadata(path, &file, Some(plan.arrow_schema.clone()))?;
-        let descr = meta.metadata().file_metadata().schema_descr();
-        if descr.root_schema().get_fields() != plan.parquet_schema.root_schema().get_fields() {
-            return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
+        if open.as_ref().map(|(i, _, _)| *i) != Some(segment.input) {
+            drop(open.take()); // one open input at a time
+            let file = open_input(path)?;
+            let meta = load_metadata(path, &file, Some(plan.arrow_schema.clone()))?;
+            let descr = meta.metadata().file_metadata().schema_descr();
+            if descr.root_schema().get_fields() != plan.parquet_schema.root_schema().get_fields() {
+                return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
+            }
+            open = Some((segment.input, file, meta));
         }
-        for (rg_index, rg) in meta.metadata().row_groups().iter().enumerate() {
-            let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-            if rows == 0 {
-                continue;
-            }
-            let per_row = estimate_row_bytes(&file, rg);
-            let batch_size = rows_per_batch(per_row, limits).min(rows);
-            let reader = builder(path, &file, &meta)?
-                .with_row_groups(vec![rg_index])
-                .with_batch_size(batch_size)
-                .build()
-                .map_err(|e| CompactError::corrupt(path, None, e))?;
-            let rg_bytes = rg.compressed_size().max(0) as f64;
-            for item in reader {
-                check_cancel(cancel)?;
-                let batch = match item {
-                    Ok(b) => b,
-                    Err(e) => return Err(diagnose(path, &file, &meta, rg_index, batch_size, e.to_string())),
-                };
-                let n = batch.num_rows();
-                let decoded_bytes = decoded_size(&batch);
-                sink(Batch { batch, decoded_bytes, input_bytes: rg_bytes * n as f64 / rows as f64 })?;
-            }
+        let Some((_, file, meta)) = open.as_ref() else { continue };
+        let descr = meta.metadata().file_metadata().schema_descr_ptr();
+        let rg = meta
+            .metadata()
+            .row_groups()
+            .get(segment.row_group)
+            .ok_or_else(|| CompactError::corrupt(path, None, "row group missing (file changed while the call was running)"))?;
+        let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
+        if rows == 0 {
+            continue;
+        }
+        let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
+        let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
+        let batch_size = rows_per_batch(per_row, limits).min(rows);
+        let mut b = builder(path, file, meta)?.with_row_groups(vec![segment.row_group]).with_batch_size(batch_size);
+        if let Some(r) = roots {
+            b = b.with_projection(ProjectionMask::roots(&descr, r.iter().copied()));
+        }
+        let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
+        let rg_bytes = rg.compressed_size().max(0) as f64;
+        for item in reader {
+            check_cancel(cancel)?;
+            let batch = match item {
+                Ok(b) => b,
+                Err(e) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, e.to_string())),
+            };
+            let n = batch.num_rows();
+            let decoded_bytes = decoded_size(&batch);
+            sink(segment, Batch { batch, decoded_bytes, input_bytes: rg_bytes * n as f64 / rows as f64 })?;
         }
     }
     Ok(())
+}
+
+/// Streams every row of every input, in order, to `sink`.
+pub fn read_all(plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, mut sink: impl FnMut(Batch) -> Result<()>) -> Result<()> {
+    read_segments(plan, &all_segments(plan), None, limits, cancel, |_, b| sink(b))
 }
 
 pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
@@ -112,10 +151,14 @@ pub fn decoded_size(batch: &RecordBatch) -> usize {
 
 /// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
 /// encoded byte arrays without size statistics, its dictionary pages).
-pub fn estimate_row_bytes(file: &File, rg: &RowGroupMetaData) -> f64 {
+/// With `leaves`, only the leaf columns marked true count.
+pub fn estimate_row_bytes(file: &File, rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> f64 {
     let rows = rg.num_rows().max(1) as f64;
     let mut total = 0.0;
-    for col in rg.columns() {
+    for (leaf, col) in rg.columns().iter().enumerate() {
+        if leaves.is_some_and(|l| !l.get(leaf).copied().unwrap_or(false)) {
+            continue;
+        }
         let values = col.num_values().max(0) as f64;
         let descr = col.column_descr();
         let fixed = match descr.physical_type() {

@@ -1,6 +1,7 @@
 //! Report: the call's result, derived from the footers the writer produced (no second pass
 //! over the data). Memory: one entry per output file and top-level column.
 
+use crate::partition::PartitionValue;
 use crate::plan::Plan;
 use crate::write::WrittenFile;
 use parquet::file::metadata::ParquetMetaData;
@@ -18,6 +19,8 @@ pub struct ColumnReport {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileReport {
     pub path: String,
+    /// The file's partition tuple: (partition field name, transformed value).
+    pub partition: Vec<(String, PartitionValue)>,
     pub record_count: u64,
     pub file_size_in_bytes: u64,
     pub row_groups: u32,
@@ -48,6 +51,7 @@ pub fn file_report(file: &WrittenFile) -> FileReport {
         .collect();
     FileReport {
         path: file.final_path.display().to_string(),
+        partition: Vec::new(),
         record_count: file.rows,
         file_size_in_bytes: file.size,
         row_groups: meta.num_row_groups() as u32,

@@ -141,7 +141,8 @@ pub struct RollingWriter<'a> {
     outputs: &'a mut Outputs,
     current: Option<OpenFile>,
     done: Vec<WrittenFile>,
-    /// Input bytes whose rows have been written, and the bytes they became.
+    /// Input bytes this writer receives in all, and those whose rows it has written.
+    total_in: f64,
     consumed_in: f64,
     closed_bytes: u64,
     calibration: Calibration,
@@ -151,8 +152,8 @@ pub struct RollingWriter<'a> {
 /// The writer's estimate of an open row group counts pages not yet compressed and
 /// dictionaries at full size; each flush measures how that estimate compares with the bytes
 /// that actually landed, and open row groups are then sized with the measured factor.
-#[derive(Default)]
-struct Calibration {
+#[derive(Default, Clone)]
+pub struct Calibration {
     estimated: f64,
     actual: f64,
     row_groups: usize,
@@ -179,9 +180,11 @@ impl Calibration {
 }
 
 impl<'a> RollingWriter<'a> {
-    pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs) -> Self {
+    /// `input_bytes`: the compressed input bytes whose rows this writer will receive.
+    /// `calibration`: what earlier writers of the call measured (`Calibration::default()` first).
+    pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
         let props = writer_properties(plan, opts);
-        RollingWriter { plan, opts, props, outputs, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration: Calibration::default(), rows_written: 0 }
+        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, rows_written: 0 }
     }
 
     pub fn files_written(&self) -> usize {
@@ -294,7 +297,7 @@ impl<'a> RollingWriter<'a> {
         let ratio = self.ratio()?;
         let size = self.open_size();
         let target = self.opts.target_file_bytes as f64;
-        let remaining_in = (self.plan.total_data_bytes as f64 - self.consumed_in).max(0.0);
+        let remaining_in = (self.total_in - self.consumed_in).max(0.0);
         let rest = size + remaining_in * ratio;
         if rest <= target + self.row_group_bytes() {
             return None;
@@ -348,10 +351,11 @@ impl<'a> RollingWriter<'a> {
         Ok(())
     }
 
-    /// Closes the open file and returns every file written.
-    pub fn finish(mut self) -> Result<Vec<WrittenFile>> {
+    /// Closes the open file and returns every file written, and the calibration for the
+    /// next writer of the call.
+    pub fn finish(mut self) -> Result<(Vec<WrittenFile>, Calibration)> {
         self.close_current()?;
-        Ok(self.done)
+        Ok((self.done, self.calibration))
     }
 }
 
