@@ -11,6 +11,16 @@ function fileList(files) {
   return `[${files.map(sqlString).join(', ')}]`
 }
 
+// The main checksum figures over a relation aliased `t`: row ids, exact µs timestamps and a
+// whole-row hash (every column of the row, VARIANTs as DuckDB decodes them).
+const CHECKSUM_SELECT = `
+  SELECT count(*)::VARCHAR AS n,
+         sum(hash(_hyp_cache_row_id))::VARCHAR AS ids,
+         sum(epoch_us(ts))::VARCHAR AS ts_us,
+         sum(epoch_us(ingested_at))::VARCHAR AS ingested_us,
+         sum(epoch_us(started_at))::VARCHAR AS started_us,
+         sum(hash(t))::VARCHAR AS whole_row`
+
 async function openDuck() {
   const instance = await DuckDBInstance.create(':memory:')
   const con = await instance.connect()
@@ -23,14 +33,7 @@ async function openDuck() {
      * (every column of the row, VARIANTs as DuckDB decodes them), and one hash sum per column.
      */
     async checksum(files) {
-      const [r] = await q(`
-        SELECT count(*)::VARCHAR AS n,
-               sum(hash(_hyp_cache_row_id))::VARCHAR AS ids,
-               sum(epoch_us(ts))::VARCHAR AS ts_us,
-               sum(epoch_us(ingested_at))::VARCHAR AS ingested_us,
-               sum(epoch_us(started_at))::VARCHAR AS started_us,
-               sum(hash(t))::VARCHAR AS whole_row
-        FROM read_parquet(${fileList(files)}) AS t`)
+      const [r] = await q(`${CHECKSUM_SELECT} FROM read_parquet(${fileList(files)}) AS t`)
       const [cols] = await q(`SELECT sum(hash(COLUMNS(*)))::VARCHAR FROM read_parquet(${fileList(files)})`)
       return { ...r, perColumn: cols }
     },
@@ -47,13 +50,7 @@ async function openDuck() {
           FROM read_parquet(${fileList(files)}, filename = true, file_row_number = true) AS r
           JOIN o ON r.filename = o.fname),
         t AS (SELECT * EXCLUDE (filename, file_row_number, rn_) FROM ranked WHERE rn_ = 1)
-        SELECT count(*)::VARCHAR AS n,
-               sum(hash(_hyp_cache_row_id))::VARCHAR AS ids,
-               sum(epoch_us(ts))::VARCHAR AS ts_us,
-               sum(epoch_us(ingested_at))::VARCHAR AS ingested_us,
-               sum(epoch_us(started_at))::VARCHAR AS started_us,
-               sum(hash(t))::VARCHAR AS whole_row
-        FROM t`)
+        ${CHECKSUM_SELECT} FROM t`)
       return r
     },
     /** parquet_metadata rows of one file (one per row group x leaf column). */
