@@ -16,6 +16,17 @@ export interface ColumnMetrics {
   columnSizeBytes: number
   valueCount: number
   nullValueCount: number
+  /** Floating-point columns, when the writer recorded NaN counts. */
+  nanValueCount?: number
+  /**
+   * Primitive columns: bounds as JS values (strings, numbers — timestamps in µs, dates in
+   * days —, booleans; bytes as lowercase hex), truncated as Iceberg does.
+   */
+  lowerBound?: unknown
+  upperBound?: unknown
+  /** The bounds in Iceberg's single-value binary encoding. */
+  lowerBoundBytes?: Buffer
+  upperBoundBytes?: Buffer
 }
 
 /**

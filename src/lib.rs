@@ -11,6 +11,7 @@ pub mod error;
 pub mod group;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
+pub mod metrics;
 pub mod options;
 pub mod partition;
 pub mod plan;

@@ -5,6 +5,7 @@
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
 use crate::options::{Options, RawValue};
+use crate::metrics::BoundValue;
 use crate::partition::PartitionValue;
 use crate::report::CompactReport;
 use napi::bindgen_prelude::*;
@@ -33,6 +34,17 @@ pub struct ColumnMetrics {
     pub column_size_bytes: i64,
     pub value_count: i64,
     pub null_value_count: i64,
+    /// Floating-point columns, when the writer recorded NaN counts.
+    pub nan_value_count: Option<i64>,
+    /// Primitive columns: bounds as JS values (strings, numbers — timestamps in µs, dates in
+    /// days —, booleans; bytes as lowercase hex), truncated as Iceberg does.
+    #[napi(ts_type = "unknown")]
+    pub lower_bound: Option<serde_json::Value>,
+    #[napi(ts_type = "unknown")]
+    pub upper_bound: Option<serde_json::Value>,
+    /// The bounds in Iceberg's single-value binary encoding.
+    pub lower_bound_bytes: Option<Buffer>,
+    pub upper_bound_bytes: Option<Buffer>,
 }
 
 #[napi(object)]
@@ -302,6 +314,17 @@ fn json_value(v: PartitionValue) -> serde_json::Value {
     }
 }
 
+fn bound_value(v: &BoundValue) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        BoundValue::Bool(b) => Value::Bool(*b),
+        BoundValue::Int(i) => Value::from(*i),
+        BoundValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
+        BoundValue::String(s) => Value::String(s.clone()),
+        BoundValue::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
+    }
+}
+
 fn progress_event(p: &Progress) -> ProgressEvent {
     ProgressEvent {
         phase: p.phase.to_string(),
@@ -344,6 +367,11 @@ fn to_js(r: CompactReport) -> CompactResult {
                         column_size_bytes: c.column_size_bytes as i64,
                         value_count: c.value_count as i64,
                         null_value_count: c.null_value_count as i64,
+                        nan_value_count: c.nan_value_count.map(|n| n as i64),
+                        lower_bound: c.lower_bound.as_ref().map(|(v, _)| bound_value(v)),
+                        upper_bound: c.upper_bound.as_ref().map(|(v, _)| bound_value(v)),
+                        lower_bound_bytes: c.lower_bound.map(|(_, b)| Buffer::from(b)),
+                        upper_bound_bytes: c.upper_bound.map(|(_, b)| Buffer::from(b)),
                     })
                     .collect(),
             })

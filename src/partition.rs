@@ -195,7 +195,7 @@ fn bucket_of(bytes: &[u8], n: u32) -> i32 {
 }
 
 /// Minimal big-endian two's-complement bytes of a decimal's unscaled value.
-fn decimal_bytes(v: i128) -> Vec<u8> {
+pub(crate) fn decimal_bytes(v: i128) -> Vec<u8> {
     let bytes = v.to_be_bytes();
     let mut start = 0;
     while start < 15 {

@@ -1,6 +1,7 @@
 //! Report: the call's result, derived from the footers the writer produced (no second pass
 //! over the data). Memory: one entry per output file and top-level column.
 
+use crate::metrics::{column_bounds, BoundValue};
 use crate::partition::PartitionValue;
 use crate::plan::Plan;
 use crate::write::WrittenFile;
@@ -14,6 +15,11 @@ pub struct ColumnReport {
     pub column_size_bytes: u64,
     pub value_count: u64,
     pub null_value_count: u64,
+    /// Floats only, when the writer recorded NaN counts.
+    pub nan_value_count: Option<u64>,
+    /// Primitive columns only: typed bound and its Iceberg single-value bytes.
+    pub lower_bound: Option<(BoundValue, Vec<u8>)>,
+    pub upper_bound: Option<(BoundValue, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +81,9 @@ fn column_reports(meta: &ParquetMetaData) -> Vec<ColumnReport> {
             column_size_bytes: 0,
             value_count: 0,
             null_value_count: 0,
+            nan_value_count: None,
+            lower_bound: None,
+            upper_bound: None,
         })
         .collect();
     let mut first_leaf = vec![usize::MAX; fields.len()];
@@ -82,6 +91,19 @@ fn column_reports(meta: &ParquetMetaData) -> Vec<ColumnReport> {
         let root = descr.get_column_root_idx(leaf);
         if first_leaf.get(root) == Some(&usize::MAX) {
             first_leaf[root] = leaf;
+        }
+    }
+    for (root, field) in fields.iter().enumerate() {
+        let leaf = first_leaf[root];
+        if field.is_primitive() && leaf != usize::MAX {
+            let (bounds, nan) = column_bounds(meta, leaf);
+            if let Some(report) = out.get_mut(root) {
+                report.nan_value_count = nan;
+                if let Some(b) = bounds {
+                    report.lower_bound = b.lower;
+                    report.upper_bound = b.upper;
+                }
+            }
         }
     }
     for rg in meta.row_groups() {
