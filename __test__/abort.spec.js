@@ -6,7 +6,7 @@ const fs = require('fs')
 const path = require('path')
 const { compactGeneration } = require('..')
 const hyp = require('./helpers/hyp')
-const { makeTmpDir, removeDir, hashFiles, ourFiles } = require('./helpers/fsutil')
+const { makeTmpDir, removeDir, hashFiles, ourFiles, existingOutDir, expectForeignFileKept } = require('./helpers/fsutil')
 const { expectCompactError } = require('./helpers/assertions')
 
 // zstd at a high level makes the run CPU-bound on the pool for a second or two on this
@@ -16,18 +16,6 @@ const SLOW = { compression: 'zstd', compressionLevel: 19 }
 let tmp
 let gen
 let baseline // { elapsedMs, ticks, maxGapMs } of an uninterrupted slow run
-let n = 0
-
-function existingOutDir() {
-  const dir = path.join(tmp, `existing-${++n}`)
-  fs.mkdirSync(dir)
-  fs.writeFileSync(path.join(dir, 'keep.txt'), 'foreign file')
-  return dir
-}
-
-function expectForeignFileKept(dir) {
-  expect(fs.readdirSync(dir)).toEqual(['keep.txt'])
-}
 
 beforeAll(async () => {
   tmp = makeTmpDir('abort')
@@ -94,7 +82,7 @@ describe('ERR_ABORTED', () => {
   })
 
   test('an already-aborted signal into an existing outDir leaves it as it was', async () => {
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     await expectCompactError(() => compactGeneration(gen.files, { outDir, signal: AbortSignal.abort() }), {
       code: 'ERR_ABORTED', outDir, inputs: gen.files,
     })
@@ -102,7 +90,7 @@ describe('ERR_ABORTED', () => {
   })
 
   test('aborted from onProgress mid-write: rejected, the .tmp files seen mid-run are gone', async () => {
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     const ac = new AbortController()
     let seenAtAbort = null
     let abortedAt = 0

@@ -9,7 +9,7 @@ const { compactGeneration } = require('..')
 const hyp = require('./helpers/hyp')
 const { openDuck } = require('./helpers/duck')
 const { corruptDataPage } = require('./helpers/corrupt')
-const { makeTmpDir, removeDir, hashFiles, ourFiles, listTree, sha256File } = require('./helpers/fsutil')
+const { makeTmpDir, removeDir, hashFiles, ourFiles, listTree, sha256File, existingOutDir, expectForeignFileKept } = require('./helpers/fsutil')
 const { expectCompactError, expectError } = require('./helpers/assertions')
 
 const MiB = 1024 * 1024
@@ -24,19 +24,6 @@ let n = 0
 /** A fresh outDir path that does not exist yet. */
 function freshOutDir() {
   return path.join(tmp, `out-${++n}`)
-}
-
-/** An existing outDir holding one foreign file, which must survive any failure. */
-function existingOutDir() {
-  const dir = path.join(tmp, `existing-${++n}`)
-  fs.mkdirSync(dir)
-  fs.writeFileSync(path.join(dir, 'keep.txt'), 'foreign file')
-  return dir
-}
-
-function expectForeignFileKept(dir) {
-  expect(fs.readdirSync(dir)).toEqual(['keep.txt'])
-  expect(fs.readFileSync(path.join(dir, 'keep.txt'), 'utf8')).toBe('foreign file')
 }
 
 beforeAll(async () => {
@@ -57,7 +44,7 @@ describe('ERR_INPUT_NOT_FOUND', () => {
   test('a missing input file', async () => {
     const missing = path.join(tmp, 'in', 'part-99999.parquet')
     const files = [gen.files[0], gen.files[1], missing, ...gen.files.slice(2)]
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     await expectCompactError(() => compactGeneration(files, { outDir }), {
       code: 'ERR_INPUT_NOT_FOUND', mentions: [missing], outDir, inputs: gen.files,
     })
@@ -78,7 +65,7 @@ describe('ERR_INPUT_CORRUPT', () => {
   test('a file that is not Parquet', async () => {
     const bad = path.join(crafted, 'not-parquet.parquet')
     fs.writeFileSync(bad, 'this is a CSV file, honestly\n'.repeat(200))
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     await expectCompactError(() => compactGeneration([gen.files[0], bad, gen.files[1]], { outDir }), {
       code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [...gen.files, bad],
     })
@@ -98,7 +85,7 @@ describe('ERR_INPUT_CORRUPT', () => {
     const bad = path.join(crafted, 'truncated-half.parquet')
     const src = fs.readFileSync(gen.files[3])
     fs.writeFileSync(bad, src.subarray(0, Math.floor(src.length / 2)))
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     await expectCompactError(() => compactGeneration([gen.files[0], gen.files[1], bad], { outDir }), {
       code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: [...gen.files, bad],
     })
@@ -121,7 +108,7 @@ describe('ERR_INPUT_CORRUPT', () => {
     expect(change.before).not.toBe(change.after)
     // the broken file comes last: by then output files have been opened and written
     const files = [...gen.files, bad]
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     let sawTmp = false
     const err = await expectCompactError(() => compactGeneration(files, {
       outDir,
@@ -217,7 +204,7 @@ describe('ERR_SCHEMA_CONFLICT', () => {
     const schema = await duck.schema(conflict)
     expect(schema.find(s => s.name === 'status_code')).toEqual(expect.objectContaining({ type: 'BYTE_ARRAY', field_id: 32 }))
     const files = [gen.files[0], gen.files[1], conflict, gen.files[2]]
-    const outDir = existingOutDir()
+    const outDir = existingOutDir(tmp)
     const err = await expectCompactError(() => compactGeneration(files, { outDir }), {
       code: 'ERR_SCHEMA_CONFLICT', mentions: [conflict, 'status_code'], outDir, inputs: files,
     })

@@ -84,13 +84,7 @@ function listParquet(dir) {
   return out.sort()
 }
 
-function readFileList(args) {
-  if (args.length === 1 && args[0].endsWith('.json')) {
-    const j = JSON.parse(fs.readFileSync(args[0], 'utf8'))
-    return Array.isArray(j) ? j : j.files
-  }
-  return args
-}
+const { readFileList } = require('./files')
 
 async function main() {
   const argv = process.argv.slice(2)

@@ -159,13 +159,7 @@ async function oldCompact(files, opts = {}) {
   }
 }
 
-function readFileList(args) {
-  if (args.length === 1 && args[0].endsWith('.json')) {
-    const j = JSON.parse(fs.readFileSync(args[0], 'utf8'))
-    return Array.isArray(j) ? j : j.files
-  }
-  return args
-}
+const { readFileList } = require('./files')
 
 async function main() {
   const [outDir, ...rest] = process.argv.slice(2)

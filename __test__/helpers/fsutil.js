@@ -48,4 +48,20 @@ function totalSize(files) {
   return files.reduce((n, f) => n + fs.statSync(f).size, 0)
 }
 
-module.exports = { makeTmpDir, removeDir, sha256File, hashFiles, ourFiles, listTree, totalSize }
+let existing = 0
+
+/** A fresh existing outDir under `tmp` holding one foreign file, which must survive any failure. */
+function existingOutDir(tmp) {
+  const dir = path.join(tmp, `existing-${++existing}`)
+  fs.mkdirSync(dir)
+  fs.writeFileSync(path.join(dir, 'keep.txt'), 'foreign file')
+  return dir
+}
+
+/** (in a jest test) the foreign file of `existingOutDir` is all the directory holds, unchanged. */
+function expectForeignFileKept(dir) {
+  expect(fs.readdirSync(dir)).toEqual(['keep.txt'])
+  expect(fs.readFileSync(path.join(dir, 'keep.txt'), 'utf8')).toBe('foreign file')
+}
+
+module.exports = { makeTmpDir, removeDir, sha256File, hashFiles, ourFiles, listTree, totalSize, existingOutDir, expectForeignFileKept }
