@@ -181,34 +181,44 @@ describe('snappy output size vs the SNAPPY input', () => {
 
 })
 
-// Schema unification (API.md) is the next milestone; until then inputs whose Parquet schemas
-// differ are rejected with ERR_SCHEMA_CONFLICT naming both files and the column, leaving nothing.
-describe('differing input schemas (rejected until unification lands)', () => {
-  async function expectConflict(files, outDir, column) {
-    const before = hashFiles(files)
-    const err = await compactGeneration(files, { outDir, fileNamePrefix: 'c' }).then(() => null, e => e)
-    expect(err).not.toBeNull()
-    expect(err.code).toBe('ERR_SCHEMA_CONFLICT')
-    expect(err.message).toContain(path.basename(files[0]))
-    expect(err.message).toContain(path.basename(files[1]))
-    expect(err.message).toContain(`'${column}'`)
-    expect(fs.existsSync(outDir) ? fs.readdirSync(outDir) : []).toEqual([])
-    expect(hashFiles(files)).toEqual(before)
-  }
-
-  test('a type widened in a later file (int -> long)', async () => {
+describe('schema unification (by field id, else by name)', () => {
+  test('a type widened in a later file (int -> long) is unified to long, values kept (DuckDB)', async () => {
     const dir = path.join(tmp, 'widened')
     fs.mkdirSync(dir)
     const widened = path.join(dir, 'widened.parquet')
-    await hyp.retypedCopy(gen.files[1], widened, { column: 'latency_ms', patch: { type: 'INT64' }, convert: 'bigint' })
-    await expectConflict([gen.files[0], widened], path.join(dir, 'out'), 'latency_ms')
+    const { rows: widenedRows } = await hyp.retypedCopy(gen.files[1], widened, { column: 'latency_ms', patch: { type: 'INT64' }, convert: 'bigint' })
+    for (const files of [[gen.files[0], widened], [widened, gen.files[0]]]) {
+      const before = hashFiles(files)
+      const [{ s: expectedSum }] = await duck.q(`SELECT sum(latency_ms)::BIGINT::VARCHAR AS s FROM read_parquet(${JSON.stringify(files).replace(/"/g, "'")}, union_by_name = true)`)
+      const outDir = path.join(dir, `out-${files[0] === widened ? 'b' : 'a'}`)
+      const r = await compactGeneration(files, { outDir, fileNamePrefix: 'w' })
+      const paths = r.files.map(f => f.path)
+      expect(r.rowsWritten).toBe(gen.fileRows[0] + widenedRows)
+      const schema = await duck.schema(paths[0])
+      expect(schema.find(s => s.name === 'latency_ms')).toEqual(expect.objectContaining({ type: 'INT64', field_id: 38 }))
+      const [{ s }] = await duck.q(`SELECT sum(latency_ms)::BIGINT::VARCHAR AS s FROM read_parquet(${JSON.stringify(paths).replace(/"/g, "'")})`)
+      expect(s).toBe(expectedSum)
+      expect(hashFiles(files)).toEqual(before)
+    }
   })
 
-  test('a column added in a later file', async () => {
+  test('a column added in a later file is unified; earlier rows read it as null', async () => {
     const dir = path.join(tmp, 'added')
     fs.mkdirSync(dir)
     const added = path.join(dir, 'added.parquet')
-    await hyp.retypedCopy(gen.files[1], added, { addColumn: { name: 'region_code', fieldId: 57 } })
-    await expectConflict([gen.files[0], added], path.join(dir, 'out'), 'region_code')
+    const { rows: addedRows } = await hyp.retypedCopy(gen.files[1], added, { addColumn: { name: 'region_code', fieldId: 57 } })
+    const files = [gen.files[0], added]
+    const r = await compactGeneration(files, { outDir: path.join(dir, 'out'), fileNamePrefix: 'a' })
+    const paths = r.files.map(f => f.path)
+    expect(r.rowsWritten).toBe(gen.fileRows[0] + addedRows)
+    const schema = await duck.schema(paths[0])
+    expect(schema.find(s => s.name === 'region_code')).toEqual(expect.objectContaining({ type: 'INT32', field_id: 57 }))
+    const [c] = await duck.q(`SELECT count(region_code)::INT AS present, (count(*) - count(region_code))::INT AS nulls FROM read_parquet(${JSON.stringify(paths).replace(/"/g, "'")})`)
+    expect(c).toEqual({ present: addedRows, nulls: gen.fileRows[0] })
+    // every other column keeps its values
+    const input = await duck.checksum([gen.files[0], gen.files[1]])
+    const output = await duck.checksum(paths)
+    expect(output.ids).toBe(input.ids)
+    expect(output.ts_us).toBe(input.ts_us)
   })
 })

@@ -17,6 +17,7 @@ pub mod partition;
 pub mod plan;
 pub mod read;
 pub mod report;
+pub mod unify;
 pub mod write;
 
 pub use compact::{compact, run_guarded, Progress};

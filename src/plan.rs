@@ -1,10 +1,12 @@
-//! Plan: open every input read-only, parse its footer, check that all inputs share one
-//! Parquet schema, and sum what the later stages need (rows, bytes, per-column encodings,
+//! Plan: open every input read-only, parse its footer, unify the inputs' Parquet schemas
+//! (`unify`), and sum what the later stages need (rows, bytes, per-column encodings,
 //! key-value metadata). Footers are dropped after planning; only a small summary per input
 //! is kept, so memory grows with the number of inputs by a few dozen bytes each, not by
 //! their metadata.
 
 use crate::error::{CompactError, Result};
+use crate::unify::unify;
+use std::collections::HashMap;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
@@ -67,15 +69,22 @@ pub fn load_metadata(path: &Path, file: &File, hint: Option<SchemaRef>) -> Resul
     ArrowReaderMetadata::load(file, options).map_err(|e| CompactError::corrupt(path, None, e))
 }
 
+/// Per leaf column path, over all inputs.
+#[derive(Default)]
+struct LeafFlags {
+    dictionary: bool,
+    nullable: bool,
+    files: usize,
+}
+
 pub fn build_plan(files: &[String]) -> Result<Plan> {
     if files.is_empty() {
         return Err(CompactError::InvalidOptions("'files' must name at least one input file".into()));
     }
     let mut inputs = Vec::with_capacity(files.len());
-    let mut first: Option<(PathBuf, Arc<SchemaDescriptor>, SchemaRef)> = None;
+    let mut distinct: Vec<(PathBuf, Arc<SchemaDescriptor>)> = Vec::new();
     let mut key_value: Vec<KeyValue> = Vec::new();
-    let mut dictionary_leaves: Vec<bool> = Vec::new();
-    let mut nullable_leaves: Vec<bool> = Vec::new();
+    let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
     for name in files {
         let path = PathBuf::from(name);
         let file = open_input(&path)?;
@@ -83,44 +92,46 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
         let meta = load_metadata(&path, &file, None)?;
         let pq = meta.metadata();
         let descr = pq.file_metadata().schema_descr_ptr();
-        match &first {
-            None => {
-                dictionary_leaves = vec![false; descr.num_columns()];
-                nullable_leaves = vec![false; descr.num_columns()];
-                let arrow = Arc::new(wide_offsets_schema(meta.schema()));
-                first = Some((path.clone(), descr.clone(), arrow));
-            }
-            Some((first_path, first_descr, _)) => check_same_schema(first_path, first_descr, &path, &descr)?,
+        if !distinct.iter().any(|(_, d)| d.root_schema().get_fields() == descr.root_schema().get_fields()) {
+            distinct.push((path.clone(), descr.clone()));
         }
-        let summary = summarize(&path, pq, file_bytes, &mut dictionary_leaves, &mut nullable_leaves)?;
+        inputs.push(summarize(&path, pq, file_bytes, &mut leaves)?);
         merge_key_value(&mut key_value, pq.file_metadata().key_value_metadata());
-        inputs.push(summary);
     }
-    let (_, parquet_schema, arrow_schema) = first.ok_or_else(|| CompactError::Internal("no inputs".into()))?;
+    let fields = unify(&distinct)?;
+    let root_name = distinct.last().map(|(_, d)| d.root_schema().name().to_string()).unwrap_or_else(|| "schema".into());
+    let root = Type::group_type_builder(&root_name)
+        .with_fields(fields)
+        .build()
+        .map_err(|e| CompactError::Internal(format!("unified schema: {e}")))?;
+    let parquet_schema = Arc::new(SchemaDescriptor::new(Arc::new(root)));
+    let arrow = parquet::arrow::parquet_to_arrow_schema(&parquet_schema, None)
+        .map_err(|e| CompactError::Internal(format!("unified schema to Arrow: {e}")))?;
+    let arrow_schema = Arc::new(wide_offsets_schema(&arrow));
+    let flags = |c: &parquet::schema::types::ColumnDescPtr| leaves.get(&c.path().string());
+    let dictionary_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| f.dictionary)).collect();
+    let nullable_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_none_or(|f| f.nullable || f.files < inputs.len())).collect();
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
     Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, nullable_leaves, total_rows, total_data_bytes, total_file_bytes })
 }
 
-fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, dict: &mut [bool], nullable: &mut [bool]) -> Result<InputSummary> {
+fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, leaves: &mut HashMap<String, LeafFlags>) -> Result<InputSummary> {
     let mut rows: u64 = 0;
     let mut data_bytes: u64 = 0;
+    let descr = pq.file_metadata().schema_descr();
+    for c in descr.columns() {
+        leaves.entry(c.path().string()).or_default().files += 1;
+    }
     for rg in pq.row_groups() {
         let n = u64::try_from(rg.num_rows()).map_err(|_| CompactError::corrupt(path, None, "negative row count"))?;
         rows = rows.saturating_add(n);
         data_bytes = data_bytes.saturating_add(u64::try_from(rg.compressed_size()).unwrap_or(0));
-        for (i, col) in rg.columns().iter().enumerate() {
-            if col.dictionary_page_offset().is_some() {
-                if let Some(flag) = dict.get_mut(i) {
-                    *flag = true;
-                }
-            }
-            if col.statistics().and_then(|s| s.null_count_opt()) != Some(0) {
-                if let Some(flag) = nullable.get_mut(i) {
-                    *flag = true;
-                }
-            }
+        for col in rg.columns() {
+            let Some(flags) = leaves.get_mut(&col.column_path().string()) else { continue };
+            flags.dictionary |= col.dictionary_page_offset().is_some();
+            flags.nullable |= col.statistics().and_then(|s| s.null_count_opt()) != Some(0);
         }
     }
     Ok(InputSummary { path: path.to_path_buf(), rows, data_bytes, file_bytes, row_groups: pq.num_row_groups() })
@@ -135,41 +146,8 @@ fn merge_key_value(into: &mut Vec<KeyValue>, from: Option<&Vec<KeyValue>>) {
     }
 }
 
-/// Inputs must share one Parquet schema (field ids, logical types, repetition). Names the
-/// first top-level column that differs.
-fn check_same_schema(a_path: &Path, a: &SchemaDescriptor, b_path: &Path, b: &SchemaDescriptor) -> Result<()> {
-    let (ra, rb) = (a.root_schema(), b.root_schema());
-    if ra.get_fields() == rb.get_fields() {
-        return Ok(());
-    }
-    let conflict = |column: &str, msg: String| CompactError::SchemaConflict {
-        first: a_path.display().to_string(),
-        second: b_path.display().to_string(),
-        column: column.to_string(),
-        msg,
-    };
-    let (fa, fb) = (ra.get_fields(), rb.get_fields());
-    for field in fa {
-        match fb.iter().find(|f| f.name() == field.name()) {
-            None => return Err(conflict(field.name(), "column missing in the second file".into())),
-            Some(other) if other != field => {
-                return Err(conflict(field.name(), format!("{} vs {}", describe(field), describe(other))))
-            }
-            Some(_) => {}
-        }
-    }
-    for field in fb {
-        if !fa.iter().any(|f| f.name() == field.name()) {
-            return Err(conflict(field.name(), "column missing in the first file".into()));
-        }
-    }
-    let order = |fs: &[Arc<Type>]| fs.iter().map(|f| f.name().to_string()).collect::<Vec<_>>().join(", ");
-    let column = fa.first().map(|f| f.name().to_string()).unwrap_or_default();
-    Err(conflict(&column, format!("column order differs: [{}] vs [{}]", order(fa), order(fb))))
-}
-
 /// A one-line description of a column's type, cut to a readable length.
-fn describe(t: &Type) -> String {
+pub(crate) fn describe(t: &Type) -> String {
     const MAX: usize = 240;
     let mut out = Vec::new();
     let _ = parquet::schema::printer::print_schema(&mut out, t);

@@ -10,7 +10,12 @@
 //! Besides the batch, the reader holds one decompressed page and one dictionary per column.
 
 use crate::error::{CompactError, Result};
-use crate::plan::{load_metadata, open_input, Plan};
+use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
+use crate::unify::same_field;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type};
+use arrow_array::{make_array, new_null_array, ArrayRef, Float64Array, Int64Array};
+use arrow_schema::{DataType, SchemaRef};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
@@ -66,22 +71,18 @@ pub fn read_segments(
     cancel: &AtomicBool,
     mut sink: impl FnMut(&Segment, Batch) -> Result<()>,
 ) -> Result<()> {
-    let mut open: Option<(usize, File, ArrowReaderMetadata)> = None;
+    let mut open: Option<(usize, File, ArrowReaderMetadata, Option<Vec<Option<usize>>>)> = None;
     for segment in segments {
         check_cancel(cancel)?;
         let input = plan.inputs.get(segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
         let path = input.path.as_path();
-        if open.as_ref().map(|(i, _, _)| *i) != Some(segment.input) {
+        if open.as_ref().map(|(i, ..)| *i) != Some(segment.input) {
             drop(open.take()); // one open input at a time
             let file = open_input(path)?;
-            let meta = load_metadata(path, &file, Some(plan.arrow_schema.clone()))?;
-            let descr = meta.metadata().file_metadata().schema_descr();
-            if descr.root_schema().get_fields() != plan.parquet_schema.root_schema().get_fields() {
-                return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
-            }
-            open = Some((segment.input, file, meta));
+            let (meta, adapter) = reader_metadata(plan, path, &file)?;
+            open = Some((segment.input, file, meta, adapter));
         }
-        let Some((_, file, meta)) = open.as_ref() else { continue };
+        let Some((_, file, meta, adapter)) = open.as_ref() else { continue };
         let descr = meta.metadata().file_metadata().schema_descr_ptr();
         let rg = meta
             .metadata()
@@ -96,7 +97,8 @@ pub fn read_segments(
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
         let batch_size = rows_per_batch(per_row, limits).min(rows);
         let mut b = builder(path, file, meta)?.with_row_groups(vec![segment.row_group]).with_batch_size(batch_size);
-        if let Some(r) = roots {
+        // (An input whose schema differs from the unified one is decoded whole, then adapted.)
+        if let (Some(r), None) = (roots, adapter) {
             b = b.with_projection(ProjectionMask::roots(&descr, r.iter().copied()));
         }
         let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
@@ -107,12 +109,65 @@ pub fn read_segments(
                 Ok(b) => b,
                 Err(e) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, e.to_string())),
             };
+            let batch = match adapter {
+                Some(map) => adapt(path, batch, map, &plan.arrow_schema)?,
+                None => batch,
+            };
             let n = batch.num_rows();
             let decoded_bytes = decoded_size(&batch);
             sink(segment, Batch { batch, decoded_bytes, input_bytes: rg_bytes * n as f64 / rows as f64 })?;
         }
     }
     Ok(())
+}
+
+/// An input's reader metadata decoding into the plan's Arrow schema when its Parquet schema is
+/// the unified one; otherwise into its own schema, with the map from each unified top-level
+/// field to the input's (`None`: the input lacks it).
+fn reader_metadata(plan: &Plan, path: &Path, file: &File) -> Result<(ArrowReaderMetadata, Option<Vec<Option<usize>>>)> {
+    let own = load_metadata(path, file, None)?;
+    let theirs = own.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
+    let unified = plan.parquet_schema.root_schema().get_fields();
+    let (hint, adapter) = if theirs.as_slice() == unified {
+        (plan.arrow_schema.clone(), None)
+    } else {
+        let map: Vec<Option<usize>> = unified.iter().map(|u| theirs.iter().position(|t| same_field(u, t))).collect();
+        if theirs.iter().any(|t| !unified.iter().any(|u| same_field(u, t))) {
+            return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
+        }
+        (Arc::new(wide_offsets_schema(own.schema())), Some(map))
+    };
+    let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(hint))
+        .map_err(|e| CompactError::corrupt(path, None, e))?;
+    Ok((meta, adapter))
+}
+
+/// A batch of an input with a narrower schema, in the unified schema: missing columns as
+/// nulls, widened types (int → long, float → double) converted.
+fn adapt(path: &Path, batch: RecordBatch, map: &[Option<usize>], schema: &SchemaRef) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let mut columns = Vec::with_capacity(map.len());
+    for (field, source) in schema.fields().iter().zip(map) {
+        let column: ArrayRef = match source {
+            None => new_null_array(field.data_type(), n),
+            Some(j) => {
+                let a = batch.column(*j);
+                match (a.data_type(), field.data_type()) {
+                    (from, to) if from == to => a.clone(),
+                    (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
+                    (DataType::Float32, DataType::Float64) => {
+                        Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from))))
+                    }
+                    // Same layout, differing only in nested nullability or metadata.
+                    (_, to) => make_array(
+                        a.to_data().into_builder().data_type(to.clone()).build().map_err(|e| CompactError::corrupt(path, Some(field.name().clone()), e))?,
+                    ),
+                }
+            }
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| CompactError::corrupt(path, None, format!("adapting to the unified schema: {e}")))
 }
 
 /// Streams every row of every input, in order, to `sink`.

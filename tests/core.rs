@@ -1,7 +1,7 @@
 //! Core tests without Node: byte-bounded batches, byte-targeted rolling, row-group caps,
 //! schema and metadata fidelity, and cleanup on every failure path.
 
-use arrow_array::{ArrayRef, BinaryArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_array::{Array, ArrayRef, BinaryArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use gencompact::read::{read_all, ReadLimits};
 use gencompact::{compact, CompactError, Options};
@@ -321,7 +321,7 @@ fn missing_input_and_schema_conflict_are_typed() {
     w.close().unwrap();
     let mut mixed = files.clone();
     mixed.push(other.display().to_string());
-    let err = run(&mixed, &opts(&out)).unwrap_err();
+    let err = run(&mixed, &opts(&out)).unwrap_err(); // Utf8 vs Int32: no promotion
     assert_eq!(err.code(), "ERR_SCHEMA_CONFLICT");
     let msg = err.to_string();
     assert!(msg.contains("in-0000.parquet") && msg.contains("other.parquet") && msg.contains("'id'"), "{msg}");
@@ -348,4 +348,76 @@ fn outputs_never_replace_existing_files() {
     assert_eq!(err.code(), "ERR_IO");
     assert_eq!(std::fs::read(out.join("fixed-00000.parquet")).unwrap(), before);
     assert_eq!(entries(&out), vec!["fixed-00000.parquet".to_string()]);
+}
+
+#[test]
+fn schemas_are_unified_and_a_missing_required_column_conflicts() {
+    let s = Scratch::new("unify");
+    let files = write_inputs(s.path(), 2, 20, 10, 10);
+    let write = |name: &str, fields: Vec<Field>, cols: Vec<ArrayRef>| {
+        let schema = Arc::new(Schema::new(fields));
+        let path = s.path().join(name);
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), None).unwrap();
+        w.write(&RecordBatch::try_new(schema, cols).unwrap()).unwrap();
+        w.close().unwrap();
+        path.display().to_string()
+    };
+    // An older file without the optional columns `fat`, `body` and with `n` as INT32; a newer
+    // (last) one where `n` became INT64.
+    let older = write(
+        "older.parquet",
+        vec![field("id", DataType::Utf8, false, 1), field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2), field("n", DataType::Int32, true, 5)],
+        vec![
+            Arc::new(StringArray::from(vec!["o1", "o2"])),
+            Arc::new(TimestampMicrosecondArray::from(vec![1, 2]).with_timezone("+00:00")),
+            Arc::new(Int32Array::from(vec![Some(7), None])),
+        ],
+    );
+    let newer = write(
+        "newer.parquet",
+        vec![
+            field("id", DataType::Utf8, false, 1),
+            field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2),
+            field("fat", DataType::Binary, true, 3),
+            field("body", DataType::Utf8, true, 4),
+            field("n", DataType::Int64, true, 5),
+        ],
+        vec![
+            Arc::new(StringArray::from(vec!["n1"])),
+            Arc::new(TimestampMicrosecondArray::from(vec![3]).with_timezone("+00:00")),
+            Arc::new(BinaryArray::from(vec![Some(b"x".as_slice())])),
+            Arc::new(StringArray::from(vec![Some("b")])),
+            Arc::new(arrow_array::Int64Array::from(vec![Some(1i64 << 40)])),
+        ],
+    );
+    let out = s.path().join("out");
+    let inputs = vec![files[0].clone(), older.clone(), newer.clone()];
+    let r = run(&inputs, &opts(&out)).unwrap();
+    assert_eq!(r.rows_written, 23);
+    let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&r.files[0].path).unwrap()).unwrap();
+    let n = meta.file_metadata().schema_descr().columns().iter().find(|c| c.name() == "n").unwrap().clone();
+    assert_eq!(n.physical_type(), parquet::basic::Type::INT64);
+    let batches: Vec<RecordBatch> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(&r.files[0].path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let all = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let ns = all.column_by_name("n").unwrap().as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().clone();
+    assert_eq!(ns.value(20), 7);
+    assert!(ns.is_null(21));
+    assert_eq!(ns.value(22), 1i64 << 40);
+    // the first input had `fat` on every row; the older file lacks it: its 2 rows are null
+    assert_eq!(all.column_by_name("fat").unwrap().null_count(), 2);
+
+    // A REQUIRED column the other inputs lack cannot be filled with nulls.
+    let strict = write(
+        "strict.parquet",
+        vec![field("id", DataType::Utf8, false, 1), field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2), field("must", DataType::Int32, false, 9)],
+        vec![Arc::new(StringArray::from(vec!["s"])), Arc::new(TimestampMicrosecondArray::from(vec![4]).with_timezone("+00:00")), Arc::new(Int32Array::from(vec![1]))],
+    );
+    let err = run(&[files[0].clone(), strict], &opts(&s.path().join("out2"))).unwrap_err();
+    assert_eq!(err.code(), "ERR_SCHEMA_CONFLICT");
+    assert!(err.to_string().contains("'must'"), "{err}");
 }
