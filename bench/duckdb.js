@@ -16,6 +16,7 @@
 
 const fs = require('fs')
 const path = require('path')
+const { readFileList, listParquet } = require('./files')
 
 const DEFAULTS = { threads: 2, memoryLimit: null, fileSize: '128MB', compression: 'zstd', sorted: false, sortColumn: 'ts', noShred: false }
 
@@ -73,18 +74,6 @@ async function duckdbCompact(files, opts = {}) {
   }
 }
 
-function listParquet(dir) {
-  const out = []
-  if (!fs.existsSync(dir)) return out
-  for (const ent of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, ent.name)
-    if (ent.isDirectory()) out.push(...listParquet(p))
-    else if (ent.name.endsWith('.parquet')) out.push(p)
-  }
-  return out.sort()
-}
-
-const { readFileList } = require('./files')
 
 async function main() {
   const argv = process.argv.slice(2)

@@ -9,8 +9,8 @@
 
 const fs = require('fs')
 const path = require('path')
-
 const { readFileList } = require('./files')
+
 
 async function main() {
   const argv = process.argv.slice(2)

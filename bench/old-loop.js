@@ -21,6 +21,7 @@
 
 const fs = require('fs')
 const path = require('path')
+const { readFileList } = require('./files')
 
 const COMPACT_BATCH_SIZE = 10_000
 const COMPACT_BATCH_BYTES = 32 * 1024 * 1024
@@ -159,7 +160,6 @@ async function oldCompact(files, opts = {}) {
   }
 }
 
-const { readFileList } = require('./files')
 
 async function main() {
   const [outDir, ...rest] = process.argv.slice(2)

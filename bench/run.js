@@ -32,6 +32,7 @@
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
+const { listParquet } = require('./files')
 const { spawn, execFileSync } = require('child_process')
 
 const ROOT = path.resolve(__dirname, '..')
@@ -145,16 +146,6 @@ function median(xs) {
 function ratio(x, base) { return x != null && base ? `${(x / base).toFixed(2)}×` : '—' }
 function sh(cmd, args) {
   try { return execFileSync(cmd, args, { encoding: 'utf8' }).trim() } catch { return '' }
-}
-function listParquet(dir) {
-  const out = []
-  if (!fs.existsSync(dir)) return out
-  for (const ent of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, ent.name)
-    if (ent.isDirectory()) out.push(...listParquet(p))
-    else if (ent.name.endsWith('.parquet')) out.push(p)
-  }
-  return out.sort()
 }
 function sqlList(files) { return '[' + files.map(f => `'${f.replace(/'/g, "''")}'`).join(', ') + ']' }
 
