@@ -13,6 +13,8 @@ use crate::partition::Partitioner;
 use crate::read::{check_cancel, read_segments, Batch, ReadLimits};
 use arrow_array::BooleanArray;
 use crate::report::{build_report, CompactReport};
+use crate::sort::{sorting_columns, Sorter};
+use crate::spill::SpillDir;
 use crate::write::{Calibration, Outputs, RollingWriter, WrittenFile};
 use parquet::file::metadata::ParquetMetaDataReader;
 use std::sync::atomic::AtomicBool;
@@ -48,6 +50,9 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     if let Some(column) = &opts.dedupe_by {
         Deduper::new(&plan.arrow_schema, column)?; // reject a bad column before touching outDir
     }
+    if let Some(keys) = &opts.sort_by {
+        sorting_columns(&plan, keys)?;
+    }
     let mut partitioner = match &opts.partition_by {
         Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
@@ -56,6 +61,8 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     let groups = group(&plan, partitioner.as_mut(), &limits, cancel)?;
     check_cancel(cancel)?;
     let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
+    // Declared after `outputs`, so dropped (run files removed) before it.
+    let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix);
     let mut written: Vec<(WrittenFile, Option<usize>)> = Vec::new();
     let mut totals = Totals::default();
     let mut last: Option<Instant> = None;
@@ -67,6 +74,22 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
             None => None,
         };
         let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
+        let mut sorter = match &opts.sort_by {
+            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
+            None => None,
+        };
+        let mut tick = |totals: &Totals, writer: &RollingWriter| {
+            if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+                last = Some(Instant::now());
+                progress(&Progress {
+                    phase: "write",
+                    rows_read: totals.rows_read,
+                    rows_written: totals.rows_written + writer.rows_written,
+                    bytes_written: totals.bytes_closed + writer.bytes_written(),
+                    files_written: totals.files_closed + writer.files_written() as u64,
+                });
+            }
+        };
         read_segments(&plan, &g.segments, None, &limits, cancel, |segment, mut batch| {
             if segment.mixed {
                 if let (Some(p), Some(tuple)) = (partitioner.as_mut(), g.tuple) {
@@ -81,19 +104,20 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
                 batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
                 batch.batch = kept;
             }
-            writer.write(batch)?;
-            if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
-                last = Some(Instant::now());
-                progress(&Progress {
-                    phase: "write",
-                    rows_read: totals.rows_read,
-                    rows_written: totals.rows_written + writer.rows_written,
-                    bytes_written: totals.bytes_closed + writer.bytes_written(),
-                    files_written: totals.files_closed + writer.files_written() as u64,
-                });
+            match sorter.as_mut() {
+                Some(s) => s.push(batch)?,
+                None => writer.write(batch)?,
             }
+            tick(&totals, &writer);
             Ok(())
         })?;
+        if let Some(s) = sorter {
+            s.finish(|batch| {
+                writer.write(batch)?;
+                tick(&totals, &writer);
+                Ok(())
+            })?;
+        }
         totals.rows_written += writer.rows_written;
         let (files, measured) = writer.finish()?;
         calibration = measured;
@@ -120,6 +144,15 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     check_cancel(cancel)?;
     let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
     report.duplicates_dropped = totals.duplicates;
+    report.files_spilled = spill.files_spilled;
+    report.bytes_spilled = spill.bytes_spilled;
+    report.intermediate_merges = spill.intermediate_merges;
+    if opts.sort_by.is_some() {
+        // Every file of a sorted call is sorted end to end within its tuple.
+        for file in report.files.iter_mut() {
+            file.sort_order_id = opts.sort_order_id;
+        }
+    }
     if let Some(p) = &partitioner {
         for (file, tuple) in report.files.iter_mut().zip(tuples) {
             if let Some(values) = tuple.and_then(|t| p.tuples.get(t)) {

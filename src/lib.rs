@@ -17,6 +17,8 @@ pub mod partition;
 pub mod plan;
 pub mod read;
 pub mod report;
+pub mod sort;
+pub mod spill;
 pub mod unify;
 pub mod write;
 

@@ -23,9 +23,6 @@ pub enum RawValue {
 }
 
 impl RawValue {
-    fn is_absent(&self) -> bool {
-        matches!(self, RawValue::Undefined | RawValue::Null)
-    }
     fn type_name(&self) -> String {
         match self {
             RawValue::Undefined => "undefined".into(),
@@ -43,10 +40,8 @@ impl RawValue {
 /// Option keys of API.md. `signal` and `onProgress` are consumed by the N-API layer.
 pub const KNOWN_KEYS: &[&str] = &[
     "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
-    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "signal", "onProgress",
+    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "signal", "onProgress",
 ];
-/// Keys that are part of the contract but not implemented yet: rejected when given.
-const NOT_YET: &[&str] = &["sortBy", "sortOrderId"];
 
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_BATCH_ROWS: usize = 10_000;
@@ -66,6 +61,21 @@ pub struct Options {
     pub dedupe_by: Option<String>,
     /// Iceberg partition spec: no output file spans two tuples.
     pub partition_by: Option<Vec<PartitionField>>,
+    /// Each output file is sorted end to end by these columns.
+    pub sort_by: Option<Vec<SortKey>>,
+    /// The Iceberg sort order id reported for sorted files.
+    pub sort_order_id: i32,
+    /// Where sorted runs are spilled (default: outDir).
+    pub tmp_dir: Option<PathBuf>,
+}
+
+/// One `sortBy` entry. `nulls_first` defaults as Iceberg's null order does: first when
+/// ascending, last when descending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    pub column: String,
+    pub descending: bool,
+    pub nulls_first: bool,
 }
 
 impl Options {
@@ -81,6 +91,9 @@ impl Options {
             verify: true,
             dedupe_by: None,
             partition_by: None,
+            sort_by: None,
+            sort_order_id: 0,
+            tmp_dir: None,
         }
     }
 
@@ -89,12 +102,9 @@ impl Options {
         let get = |key: &str| -> RawValue {
             entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined)
         };
-        for (key, value) in entries {
+        for (key, _) in entries {
             if !KNOWN_KEYS.contains(&key.as_str()) {
                 return Err(invalid(format!("unknown option '{key}'")));
-            }
-            if NOT_YET.contains(&key.as_str()) && !value.is_absent() {
-                return Err(invalid(format!("option '{key}' is not supported yet")));
             }
         }
         let out_dir = match get("outDir") {
@@ -126,6 +136,18 @@ impl Options {
             RawValue::Undefined | RawValue::Null => {}
             RawValue::String(s) if !s.is_empty() => opts.dedupe_by = Some(s),
             v => return Err(invalid(format!("'dedupeBy' must be a column name, got {}", v.type_name()))),
+        }
+        opts.sort_by = sort_by(&get("sortBy"))?;
+        if let Some(n) = integer(&get("sortOrderId"), "sortOrderId", 0.0, i32::MAX as f64)? {
+            if n > 0.0 && opts.sort_by.is_none() {
+                return Err(invalid("'sortOrderId' claims a sort order, but no 'sortBy' was given".into()));
+            }
+            opts.sort_order_id = n as i32;
+        }
+        match get("tmpDir") {
+            RawValue::Undefined | RawValue::Null => {}
+            RawValue::String(s) if !s.is_empty() => opts.tmp_dir = Some(PathBuf::from(s)),
+            v => return Err(invalid(format!("'tmpDir' must be a non-empty string, got {}", v.type_name()))),
         }
         match get("verify") {
             RawValue::Undefined | RawValue::Null => {}
@@ -166,6 +188,37 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
         fields.push(PartitionField { column, transform });
     }
     Ok((!fields.is_empty()).then_some(fields))
+}
+
+/// `[{ column, descending?, nullsFirst? }]`.
+fn sort_by(value: &RawValue) -> Result<Option<Vec<SortKey>>> {
+    let items = match value {
+        RawValue::Undefined | RawValue::Null => return Ok(None),
+        RawValue::Array(items) => items,
+        v => return Err(invalid(format!("'sortBy' must be an array of {{ column, descending?, nullsFirst? }}, got {}", v.type_name()))),
+    };
+    let mut keys: Vec<SortKey> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let RawValue::Object(entries) = item else {
+            return Err(invalid(format!("'sortBy'[{i}] must be an object {{ column, descending?, nullsFirst? }}, got {}", item.type_name())));
+        };
+        let (mut column, mut descending, mut nulls_first) = (None, false, None);
+        for (key, v) in entries {
+            match (key.as_str(), v) {
+                ("column", RawValue::String(c)) if !c.is_empty() => column = Some(c.clone()),
+                ("descending" | "nullsFirst", RawValue::Undefined | RawValue::Null) => {}
+                ("descending", RawValue::Bool(b)) => descending = *b,
+                ("nullsFirst", RawValue::Bool(b)) => nulls_first = Some(*b),
+                _ => return Err(invalid(format!("'sortBy'[{i}]: unexpected '{key}' ({})", v.type_name()))),
+            }
+        }
+        let column = column.ok_or_else(|| invalid(format!("'sortBy'[{i}].column must be a column name")))?;
+        if keys.iter().any(|k| k.column == column) {
+            return Err(invalid(format!("'sortBy' names column '{column}' twice")));
+        }
+        keys.push(SortKey { column, descending, nulls_first: nulls_first.unwrap_or(!descending) });
+    }
+    Ok((!keys.is_empty()).then_some(keys))
 }
 
 fn invalid(msg: String) -> CompactError {
@@ -283,6 +336,32 @@ mod tests {
     }
 
     #[test]
+    fn sort_spec() {
+        let key = |c: &str, extra: Vec<(String, RawValue)>| {
+            let mut e = vec![("column".to_string(), RawValue::String(c.into()))];
+            e.extend(extra);
+            RawValue::Object(e)
+        };
+        let o = Options::from_raw(&raw(&[
+            ("outDir", RawValue::String("/tmp/x".into())),
+            ("sortBy", RawValue::Array(vec![key("ts", vec![]), key("n", vec![("descending".into(), RawValue::Bool(true))]), key("m", vec![("nullsFirst".into(), RawValue::Bool(false))])])),
+            ("sortOrderId", RawValue::Number(7.0)),
+            ("tmpDir", RawValue::String("/tmp/spill".into())),
+        ]))
+        .unwrap();
+        assert_eq!(
+            o.sort_by,
+            Some(vec![
+                SortKey { column: "ts".into(), descending: false, nulls_first: true },
+                SortKey { column: "n".into(), descending: true, nulls_first: false },
+                SortKey { column: "m".into(), descending: false, nulls_first: false },
+            ])
+        );
+        assert_eq!(o.sort_order_id, 7);
+        assert_eq!(o.tmp_dir, Some(PathBuf::from("/tmp/spill")));
+    }
+
+    #[test]
     fn rejects_bad_options() {
         let base = ("outDir", RawValue::String("/tmp/x".into()));
         for bad in [
@@ -296,6 +375,11 @@ mod tests {
             vec![base.clone(), ("fileNamePrefix", RawValue::String("../evil".into()))],
             vec![base.clone(), ("fileNamePrefix", RawValue::String("a/b".into()))],
             vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],
+            vec![base.clone(), ("sortBy", RawValue::Array(vec![RawValue::String("ts".into())]))],
+            vec![base.clone(), ("sortBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("descending".into(), RawValue::String("yes".into()))])]))],
+            vec![base.clone(), ("sortOrderId", RawValue::Number(3.0))],
+            vec![base.clone(), ("sortOrderId", RawValue::Number(-1.0))],
+            vec![base.clone(), ("tmpDir", RawValue::Number(1.0))],
             vec![base.clone(), ("dedupeBy", RawValue::String("".into()))],
             vec![base.clone(), ("dedupeBy", RawValue::Number(1.0))],
             vec![base.clone(), ("partitionBy", RawValue::Object(vec![]))],

@@ -45,6 +45,10 @@ pub struct CompactReport {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub elapsed_ms: f64,
+    /// Sorted runs spilled to disk, and their bytes (Rust callers and benchmarks).
+    pub files_spilled: u64,
+    pub bytes_spilled: u64,
+    pub intermediate_merges: u64,
 }
 
 pub fn file_report(file: &WrittenFile) -> FileReport {
@@ -130,5 +134,8 @@ pub fn build_report(plan: &Plan, files: &[WrittenFile], rows_read: u64, rows_wri
         bytes_read: plan.total_file_bytes,
         bytes_written: files.iter().map(|f| f.size).sum(),
         elapsed_ms,
+        files_spilled: 0,
+        bytes_spilled: 0,
+        intermediate_merges: 0,
     }
 }

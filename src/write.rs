@@ -393,6 +393,12 @@ fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
         .set_statistics_truncate_length(Some(STATS_TRUNCATE_BYTES))
         .set_column_index_truncate_length(Some(STATS_TRUNCATE_BYTES))
         .set_created_by(format!("gencompact version {} (parquet-rs 60)", env!("CARGO_PKG_VERSION")));
+    if let Some(keys) = &opts.sort_by {
+        // Validated before any writer exists (`sort::sorting_columns` in `compact`).
+        if let Ok(columns) = crate::sort::sorting_columns(plan, keys) {
+            b = b.set_sorting_columns(Some(columns));
+        }
+    }
     if !plan.key_value.is_empty() {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
     }

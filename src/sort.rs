@@ -1,0 +1,330 @@
+//! Order: sort one partition tuple's rows end to end by `sortBy`, within the heap bound.
+//!
+//! Rows arrive (already deduplicated, in `files` order) in batches. They are buffered up to
+//! `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
+//! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
+//! (`spill`), and the runs are merged with a k-way merge on `arrow-row` keys — in as many
+//! passes as needed so that the chunks held by one merge (one per run) stay within
+//! `batchBytes`. Ties keep arrival order (the sort is stable and the merge prefers the
+//! earlier run), so the output is deterministic.
+//!
+//! Memory bound: while buffering, `batchBytes` of rows plus one chunk; while merging, one
+//! chunk per merged run (at most `batchBytes` together), the rows picked for the next output
+//! batch (at most `batchBytes / 8`, plus chunks already consumed but still referenced), and
+//! the keys of the chunks held. The writer's open row group comes on top (see `write`).
+
+use crate::error::{CompactError, Result};
+use crate::options::SortKey;
+use crate::plan::Plan;
+use crate::read::{check_cancel, decoded_size, Batch};
+use crate::spill::{Run, RunReader, SpillDir};
+use arrow_array::RecordBatch;
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType, SchemaRef, SortOptions};
+use parquet::file::metadata::SortingColumn;
+use std::cmp::Ordering;
+use std::sync::atomic::AtomicBool;
+
+/// Chunks of a spilled run are this fraction of `batchBytes`, so a merge can hold one chunk
+/// of up to this many runs at once.
+const MAX_FAN_IN: usize = 128;
+/// The rows gathered for one output batch are at most this fraction of `batchBytes`.
+const OUTPUT_SHARE: usize = 8;
+
+/// The sort keys' columns: top-level, non-nested columns of the unified schema.
+pub fn key_columns(schema: &SchemaRef, keys: &[SortKey]) -> Result<Vec<(usize, SortOptions)>> {
+    keys.iter()
+        .map(|k| {
+            let index = schema
+                .index_of(&k.column)
+                .map_err(|_| CompactError::InvalidOptions(format!("'sortBy' names column '{}', which the inputs do not have", k.column)))?;
+            let data_type = schema.field(index).data_type();
+            if data_type.is_nested() || matches!(data_type, DataType::Dictionary(..)) {
+                return Err(CompactError::InvalidOptions(format!(
+                    "'sortBy' column '{}' is of nested type {data_type}; sort keys must be primitive columns",
+                    k.column
+                )));
+            }
+            Ok((index, SortOptions { descending: k.descending, nulls_first: k.nulls_first }))
+        })
+        .collect()
+}
+
+/// The `sorting_columns` every row group of a sorted output declares: the leaf index of each
+/// sort key (each a top-level primitive column, see `key_columns`).
+pub fn sorting_columns(plan: &Plan, keys: &[SortKey]) -> Result<Vec<SortingColumn>> {
+    let descr = &plan.parquet_schema;
+    let columns = key_columns(&plan.arrow_schema, keys)?;
+    columns
+        .into_iter()
+        .zip(keys)
+        .map(|((root, options), key)| {
+            let leaves: Vec<usize> = (0..descr.num_columns()).filter(|l| descr.get_column_root_idx(*l) == root).collect();
+            match leaves.as_slice() {
+                [leaf] => Ok(SortingColumn { column_idx: *leaf as i32, descending: options.descending, nulls_first: options.nulls_first }),
+                _ => Err(CompactError::InvalidOptions(format!("'sortBy' column '{}' is not a primitive column", key.column))),
+            }
+        })
+        .collect()
+}
+
+pub struct Sorter<'a> {
+    schema: SchemaRef,
+    keys: Vec<usize>,
+    converter: RowConverter,
+    budget: usize,
+    batch_rows: usize,
+    buffer: Vec<RecordBatch>,
+    buffered_bytes: usize,
+    runs: Vec<Run>,
+    spill: &'a mut SpillDir,
+    cancel: &'a AtomicBool,
+    /// Rows and input bytes received, to attribute input bytes to output batches.
+    rows: u64,
+    input_bytes: f64,
+}
+
+impl<'a> Sorter<'a> {
+    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, spill: &'a mut SpillDir, cancel: &'a AtomicBool) -> Result<Self> {
+        let columns = key_columns(schema, keys)?;
+        let fields = columns.iter().map(|(i, o)| SortField::new_with_options(schema.field(*i).data_type().clone(), *o)).collect();
+        let converter = RowConverter::new(fields).map_err(|e| CompactError::InvalidOptions(format!("'sortBy': {e}")))?;
+        Ok(Sorter {
+            schema: schema.clone(),
+            keys: columns.into_iter().map(|(i, _)| i).collect(),
+            converter,
+            budget: budget.max(1),
+            batch_rows: batch_rows.max(1),
+            buffer: Vec::new(),
+            buffered_bytes: 0,
+            runs: Vec::new(),
+            spill,
+            cancel,
+            rows: 0,
+            input_bytes: 0.0,
+        })
+    }
+
+    /// Number of runs spilled so far.
+    pub fn runs_spilled(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn push(&mut self, batch: Batch) -> Result<()> {
+        let n = batch.batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(batch.decoded_bytes) > self.budget {
+            self.spill_buffer()?;
+        }
+        self.rows += n as u64;
+        self.input_bytes += batch.input_bytes;
+        self.buffered_bytes += batch.decoded_bytes;
+        self.buffer.push(batch.batch);
+        Ok(())
+    }
+
+    /// Streams every row received, sorted, to `sink`.
+    pub fn finish(mut self, mut sink: impl FnMut(Batch) -> Result<()>) -> Result<()> {
+        let (rows, input_bytes) = (self.rows.max(1) as f64, self.input_bytes);
+        let mut emit = |b: RecordBatch| {
+            let share = b.num_rows() as f64 / rows;
+            sink(Batch { decoded_bytes: decoded_size(&b), input_bytes: input_bytes * share, batch: b })
+        };
+        let out_bytes = self.budget / OUTPUT_SHARE;
+        if self.runs.is_empty() {
+            let buffer = std::mem::take(&mut self.buffer);
+            return self.emit_sorted(&buffer, out_bytes, self.batch_rows, |b, _| emit(b));
+        }
+        self.spill_buffer()?;
+        let mut runs = std::mem::take(&mut self.runs);
+        loop {
+            check_cancel(self.cancel)?;
+            let widest = runs.iter().map(|r| r.max_chunk_bytes).max().unwrap_or(1).max(1);
+            let fan_in = (self.budget / widest).clamp(2, MAX_FAN_IN);
+            if runs.len() <= fan_in {
+                return self.merge(&runs, out_bytes, |b, _| emit(b));
+            }
+            // Merge the oldest runs into one, which takes their place: ties keep arrival order.
+            let rest = runs.split_off(fan_in);
+            let mut writer = self.spill.create(&self.schema)?;
+            self.merge(&runs, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
+            let merged = writer.finish(self.spill)?;
+            self.spill.intermediate_merges += 1;
+            runs = std::iter::once(merged).chain(rest).collect();
+        }
+    }
+
+    /// Sorts the buffer and writes it out as a new run.
+    fn spill_buffer(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        check_cancel(self.cancel)?;
+        let buffer = std::mem::take(&mut self.buffer);
+        self.buffered_bytes = 0;
+        let mut writer = self.spill.create(&self.schema)?;
+        let chunk_bytes = self.budget / MAX_FAN_IN;
+        self.emit_sorted(&buffer, chunk_bytes, usize::MAX, |b, bytes| writer.write(&b, bytes))?;
+        drop(buffer);
+        let run = writer.finish(self.spill)?;
+        self.runs.push(run);
+        Ok(())
+    }
+
+    fn convert(&self, batch: &RecordBatch) -> Result<Rows> {
+        let columns: Vec<_> = self.keys.iter().map(|&i| batch.column(i).clone()).collect();
+        self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
+    }
+
+    /// Sorts `buffer` (stably) and hands it to `out` in chunks of about `chunk_bytes`
+    /// decoded bytes and at most `chunk_rows` rows.
+    fn emit_sorted(&self, buffer: &[RecordBatch], chunk_bytes: usize, chunk_rows: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<Rows> = buffer.iter().map(|b| self.convert(b)).collect::<Result<_>>()?;
+        let per_row: Vec<f64> = buffer.iter().map(|b| decoded_size(b) as f64 / b.num_rows().max(1) as f64).collect();
+        let mut order: Vec<(usize, usize)> = buffer.iter().enumerate().flat_map(|(i, b)| (0..b.num_rows()).map(move |r| (i, r))).collect();
+        order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
+        drop(keys);
+        let refs: Vec<&RecordBatch> = buffer.iter().collect();
+        let mut start = 0;
+        while start < order.len() {
+            check_cancel(self.cancel)?;
+            let mut end = start;
+            let mut bytes = 0.0;
+            while end < order.len() && end - start < chunk_rows && (end == start || bytes + per_row[order[end].0] <= chunk_bytes as f64) {
+                bytes += per_row[order[end].0];
+                end += 1;
+            }
+            let chunk = interleave(&refs, &order[start..end])?;
+            out(chunk, bytes as usize)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// K-way merge of sorted runs into `out`, in batches of about `out_bytes` decoded bytes
+    /// and at most `batchRows` rows.
+    fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
+        let mut cursors: Vec<Cursor> = Vec::with_capacity(runs.len());
+        // Chunks rows are picked from: every cursor's current chunk, plus chunks already
+        // consumed whose rows wait in `picked`.
+        let mut sources: Vec<RecordBatch> = Vec::new();
+        for run in runs {
+            let mut reader = run.open()?;
+            if let Some(chunk) = reader.next_chunk()? {
+                let cursor = Cursor::new(self, reader, chunk, sources.len())?;
+                sources.push(cursor.chunk.clone());
+                cursors.push(cursor);
+            }
+        }
+        let less = |cursors: &[Cursor], a: usize, b: usize| {
+            let (x, y) = (&cursors[a], &cursors[b]);
+            match x.keys.row(x.pos).cmp(&y.keys.row(y.pos)) {
+                Ordering::Equal => a < b,
+                o => o == Ordering::Less,
+            }
+        };
+        let mut heap: Vec<usize> = (0..cursors.len()).collect();
+        for i in (0..heap.len() / 2).rev() {
+            sift_down(&mut heap, i, |a, b| less(&cursors, a, b));
+        }
+        let mut picked: Vec<(usize, usize)> = Vec::new();
+        let (mut picked_bytes, mut retired_bytes) = (0.0, 0usize);
+        while let Some(&top) = heap.first() {
+            let c = &mut cursors[top];
+            picked.push((c.slot, c.pos));
+            picked_bytes += c.per_row;
+            c.pos += 1;
+            if c.pos == c.chunk.num_rows() {
+                retired_bytes += c.bytes;
+                match c.reader.next_chunk()? {
+                    Some(chunk) => {
+                        check_cancel(self.cancel)?;
+                        let keys = self.convert(&chunk)?;
+                        c.reset(chunk, keys, sources.len());
+                        sources.push(c.chunk.clone());
+                    }
+                    None => {
+                        let last = heap.len() - 1;
+                        heap.swap(0, last);
+                        heap.pop();
+                    }
+                }
+            }
+            sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
+            let full = picked.len() >= self.batch_rows || picked_bytes >= out_bytes as f64 || retired_bytes >= self.budget / OUTPUT_SHARE;
+            if full || heap.is_empty() {
+                let refs: Vec<&RecordBatch> = sources.iter().collect();
+                let batch = interleave(&refs, &picked)?;
+                out(batch, picked_bytes as usize)?;
+                picked.clear();
+                picked_bytes = 0.0;
+                retired_bytes = 0;
+                // Keep only the chunks cursors still read from.
+                sources.clear();
+                for &i in &heap {
+                    cursors[i].slot = sources.len();
+                    sources.push(cursors[i].chunk.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A run being merged: its current chunk, that chunk's keys, and the next row.
+struct Cursor {
+    reader: RunReader,
+    chunk: RecordBatch,
+    keys: Rows,
+    pos: usize,
+    /// Index of `chunk` in the merge's `sources`.
+    slot: usize,
+    bytes: usize,
+    per_row: f64,
+}
+
+impl Cursor {
+    fn new(sorter: &Sorter, reader: RunReader, chunk: RecordBatch, slot: usize) -> Result<Self> {
+        let keys = sorter.convert(&chunk)?;
+        let bytes = decoded_size(&chunk);
+        let per_row = bytes as f64 / chunk.num_rows().max(1) as f64;
+        Ok(Cursor { reader, chunk, keys, pos: 0, slot, bytes, per_row })
+    }
+
+    fn reset(&mut self, chunk: RecordBatch, keys: Rows, slot: usize) {
+        self.bytes = decoded_size(&chunk);
+        self.per_row = self.bytes as f64 / chunk.num_rows().max(1) as f64;
+        self.chunk = chunk;
+        self.keys = keys;
+        self.pos = 0;
+        self.slot = slot;
+    }
+}
+
+/// Restores the heap property below `i` for a min-heap ordered by `less`.
+fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
+    loop {
+        let (l, r) = (2 * i + 1, 2 * i + 2);
+        let mut smallest = i;
+        if l < heap.len() && less(heap[l], heap[smallest]) {
+            smallest = l;
+        }
+        if r < heap.len() && less(heap[r], heap[smallest]) {
+            smallest = r;
+        }
+        if smallest == i {
+            return;
+        }
+        heap.swap(i, smallest);
+        i = smallest;
+    }
+}
+
+fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
+    arrow_select::interleave::interleave_record_batch(sources, indices).map_err(|e| CompactError::Internal(format!("gathering sorted rows: {e}")))
+}

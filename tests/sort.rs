@@ -1,0 +1,210 @@
+//! `sortBy` without Node: every file sorted end to end, stable for equal keys, the same rows
+//! in the same order whether the tuple was sorted in memory or spilled and merged in several
+//! passes, `sorting_columns` declared, and spill files removed on success and failure.
+
+mod common;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, TimestampMicrosecondType};
+use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_schema::{DataType, Schema, TimeUnit};
+use common::*;
+use gencompact::compact;
+use gencompact::options::SortKey;
+use gencompact::partition::{PartitionField, PartitionValue, Transform};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::{ParquetMetaDataReader, SortingColumn};
+use std::cmp::Ordering as CmpOrdering;
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn sort_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        field("seq", DataType::Int32, false, 1),
+        field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2),
+        field("n", DataType::Int32, true, 3),
+        field("tenant", DataType::Utf8, false, 4),
+        field("body", DataType::Utf8, true, 5),
+    ]))
+}
+
+/// `files` inputs of `rows` rows in no order: `seq` is the arrival position, `ts` pseudo-random
+/// with many ties, `n` small with ties and nulls, `tenant` one of three.
+fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..files)
+        .map(|f| {
+            let path = dir.join(format!("u-{f:03}.parquet"));
+            let vals: Vec<(i64, Option<i32>, u64)> = (0..rows).map(|_| ((next() % 500) as i64, (next() % 9 != 0).then(|| (next() % 6) as i32), next() % 3)).collect();
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from_iter_values((0..rows).map(|r| (f * rows + r) as i32))),
+                Arc::new(TimestampMicrosecondArray::from_iter_values(vals.iter().map(|v| 1_700_000_000_000_000 + v.0)).with_timezone("+00:00")),
+                Arc::new(Int32Array::from_iter(vals.iter().map(|v| v.1))),
+                Arc::new(StringArray::from_iter_values(vals.iter().map(|v| format!("t{}", v.2)))),
+                Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 4 != 1).then(|| noise((f * rows + r) as u64, 200))))),
+            ];
+            let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), sort_schema(), None).unwrap();
+            w.write(&RecordBatch::try_new(sort_schema(), cols).unwrap()).unwrap();
+            w.close().unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}
+
+/// (seq, ts, n) of every row of a file, in file order.
+fn rows_of(path: &Path) -> Vec<(i32, i64, Option<i32>)> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let seq = b.column(0).as_primitive::<Int32Type>();
+        let ts = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        let n = b.column(2).as_primitive::<Int32Type>();
+        for i in 0..b.num_rows() {
+            out.push((seq.value(i), ts.value(i), (!n.is_null(i)).then(|| n.value(i))));
+        }
+    }
+    out
+}
+
+/// `n` descending with nulls last, then `ts` ascending: the order the tests ask for.
+fn expected_order(a: &(i32, i64, Option<i32>), b: &(i32, i64, Option<i32>)) -> CmpOrdering {
+    let by_n = match (a.2, b.2) {
+        (None, None) => CmpOrdering::Equal,
+        (None, Some(_)) => CmpOrdering::Greater,
+        (Some(_), None) => CmpOrdering::Less,
+        (Some(x), Some(y)) => y.cmp(&x),
+    };
+    by_n.then(a.1.cmp(&b.1))
+}
+
+fn sort_keys() -> Vec<SortKey> {
+    vec![SortKey { column: "n".into(), descending: true, nulls_first: false }, SortKey { column: "ts".into(), descending: false, nulls_first: true }]
+}
+
+#[test]
+fn spilled_and_in_memory_sorts_agree_and_are_stable() {
+    let s = Scratch::new("sort");
+    let files = unsorted_inputs(s.path(), 6, 400);
+    let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
+    // The stable sort of the arrival order: ties keep `seq` order.
+    all.sort_by(expected_order);
+
+    let mut results = Vec::new();
+    for (name, batch_bytes) in [("memory", 32 << 20), ("spill", 16 << 10), ("passes", 4 << 10)] {
+        let out = s.path().join(name);
+        let spill_dir = s.path().join(format!("{name}-tmp/nested"));
+        let mut o = opts(&out);
+        o.batch_bytes = batch_bytes;
+        o.sort_by = Some(sort_keys());
+        o.sort_order_id = 3;
+        o.tmp_dir = Some(spill_dir.clone());
+        let r = run(&files, &o).unwrap();
+        assert_eq!(r.rows_written, 2400);
+        match name {
+            "memory" => assert_eq!(r.files_spilled, 0),
+            "spill" => assert!(r.files_spilled >= 10 && r.intermediate_merges == 0, "{name}: {} runs, {} merges", r.files_spilled, r.intermediate_merges),
+            // A 4 KiB budget holds one chunk of only ~16 runs: several merge passes.
+            _ => assert!(r.intermediate_merges >= 3, "{name}: {} runs, {} merges", r.files_spilled, r.intermediate_merges),
+        }
+        assert!(!spill_dir.exists() && !s.path().join(format!("{name}-tmp")).exists(), "{name}: tmpDir it created is removed");
+        assert!(entries(&out).iter().all(|n| n.ends_with(".parquet")), "{:?}", entries(&out));
+        let mut rows = Vec::new();
+        for f in &r.files {
+            assert_eq!(f.sort_order_id, 3);
+            let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&f.path).unwrap()).unwrap();
+            for rg in meta.row_groups() {
+                assert_eq!(
+                    rg.sorting_columns().cloned(),
+                    Some(vec![SortingColumn { column_idx: 2, descending: true, nulls_first: false }, SortingColumn { column_idx: 1, descending: false, nulls_first: true }])
+                );
+            }
+            rows.extend(rows_of(Path::new(&f.path)));
+        }
+        assert_eq!(rows, all, "{name}: sorted end to end, ties in arrival order");
+        results.push(rows);
+    }
+}
+
+#[test]
+fn each_tuple_is_sorted_on_its_own_with_dedupe_first_occurrences() {
+    let s = Scratch::new("sort-part");
+    let files = unsorted_inputs(s.path(), 4, 300);
+    let out = s.path().join("out");
+    let mut o = opts(&out);
+    o.batch_bytes = 8 << 10;
+    o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+    o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity }]);
+    o.dedupe_by = Some("ts".into());
+    let r = run(&files, &o).unwrap();
+    assert_eq!(r.files.len(), 3);
+    // First occurrence of each ts within a tenant, in arrival order.
+    let mut all = Vec::new();
+    for f in &files {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(f).unwrap()).unwrap().build().unwrap();
+        for b in reader {
+            let b = b.unwrap();
+            let (seq, ts, tenant) = (b.column(0).as_primitive::<Int32Type>(), b.column(1).as_primitive::<TimestampMicrosecondType>(), b.column(3).as_string::<i32>());
+            for i in 0..b.num_rows() {
+                all.push((tenant.value(i).to_string(), ts.value(i), seq.value(i)));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut expected: Vec<(String, i64, i32)> = all.into_iter().filter(|(t, ts, _)| seen.insert((t.clone(), *ts))).collect();
+    expected.sort();
+    assert_eq!(r.duplicates_dropped, 1200 - expected.len() as u64);
+    let mut got = Vec::new();
+    for f in &r.files {
+        let Some((_, PartitionValue::String(tenant))) = f.partition.first() else { panic!("tenant partition: {:?}", f.partition) };
+        let rows = rows_of(Path::new(&f.path));
+        assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "sorted by ts, each ts once");
+        got.extend(rows.into_iter().map(|(seq, ts, _)| (tenant.clone(), ts, seq)));
+    }
+    got.sort();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn abort_while_spilling_and_bad_keys_leave_nothing() {
+    let s = Scratch::new("sort-abort");
+    let files = unsorted_inputs(s.path(), 6, 400);
+    let out = s.path().join("out");
+    let mut o = opts(&out);
+    o.batch_bytes = 4 << 10;
+    o.sort_by = Some(sort_keys());
+    let cancel = AtomicBool::new(false);
+    let saw_spill = AtomicBool::new(false);
+    // A watcher aborts the call as soon as a run file shows up under outDir.
+    let err = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !cancel.load(Ordering::SeqCst) {
+                if entries(&out).iter().any(|n| n.contains("-spill-")) {
+                    saw_spill.store(true, Ordering::SeqCst);
+                    cancel.store(true, Ordering::SeqCst);
+                }
+                std::thread::yield_now();
+            }
+        });
+        let r = compact(&files, &o, &cancel, &|_| {});
+        cancel.store(true, Ordering::SeqCst);
+        r.unwrap_err()
+    });
+    assert_eq!(err.code(), "ERR_ABORTED");
+    assert!(saw_spill.load(Ordering::SeqCst), "runs were on disk when the abort came");
+    assert!(!out.exists() || entries(&out).is_empty(), "{:?}", entries(&out));
+
+    for bad in ["missing", ""] {
+        o.sort_by = Some(vec![SortKey { column: bad.into(), descending: false, nulls_first: true }]);
+        assert_eq!(run(&files, &o).unwrap_err().code(), "ERR_INVALID_OPTIONS");
+        assert!(!out.exists(), "nothing created for bad options");
+    }
+}
