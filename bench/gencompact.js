@@ -2,8 +2,9 @@
 'use strict'
 // gencompact (this package's Rust addon) for the compaction benchmark.
 //
-// CLI: node bench/gencompact.js [--target-bytes N] [--dedupe COLUMN] [--sort-by COL[,COL]]
+// CLI: node bench/gencompact.js [--target-bytes N] [--batch-bytes N] [--dedupe COLUMN] [--sort-by COL[,COL]]
 //                               [--partition-by COL[,COL]] <outDir> <file.parquet...|list.json>
+//      node bench/gencompact.js --idle    (loads the addon and exits: the idle process's RSS)
 // Runs require('..').compactGeneration(files, { outDir, targetFileBytes: 128 MiB, ... })
 // with the addon's defaults otherwise, and prints a JSON summary on stdout.
 
@@ -18,7 +19,12 @@ async function main() {
   const pos = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
-    if (a === '--target-bytes') opts.targetFileBytes = Number(argv[++i])
+    if (a === '--idle') {
+      require(path.join(__dirname, '..'))
+      console.log(JSON.stringify({ tool: 'idle', maxRss: process.resourceUsage().maxRSS * 1024 }))
+      return
+    } else if (a === '--target-bytes') opts.targetFileBytes = Number(argv[++i])
+    else if (a === '--batch-bytes') opts.batchBytes = Number(argv[++i])
     else if (a === '--dedupe') opts.dedupeBy = argv[++i]
     else if (a === '--sort-by') opts.sortBy = argv[++i].split(',').map(column => ({ column }))
     else if (a === '--partition-by') opts.partitionBy = argv[++i].split(',').map(column => ({ column }))

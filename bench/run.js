@@ -13,6 +13,9 @@
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
 //     --sort                 gencompact sortBy ts
+//     --batch-bytes N        gencompact batchBytes (default: the addon's, 32 MiB); the report
+//                            states gencompact's peak RSS above the idle process (node with the
+//                            addon loaded, measured once the same way) against 3 × batchBytes + 64 MiB
 //     --memory-limit 8GB     DuckDB memory_limit (default: DuckDB's own, 80% of RAM)
 //     --timeout MIN          kill a run after MIN minutes (default 15)
 //     --max-rss GIB          kill a run whose process tree exceeds GIB (default 85% of RAM)
@@ -72,7 +75,7 @@ const DEFAULT_TOOLS = ['gencompact', 'duckdb', 'duckdb-noshred', 'old-loop']
 function parseArgs(argv) {
   const a = {
     runs: 3, only: DEFAULT_TOOLS, gen: { ...SEED_SHAPE }, genExtra: {},
-    input: null, dedupe: false, partition: false, sort: false, memoryLimit: null, section: null, write: true, keep: false,
+    input: null, dedupe: false, partition: false, sort: false, batchBytes: null, memoryLimit: null, section: null, write: true, keep: false,
     timeoutMin: 15, maxRssGiB: Math.floor(os.totalmem() / 1024 ** 3 * 0.85),
   }
   const num = (v, flag) => {
@@ -101,6 +104,7 @@ function parseArgs(argv) {
       case '--dedupe': a.dedupe = true; break
       case '--partition': a.partition = true; break
       case '--sort': a.sort = true; break
+      case '--batch-bytes': a.batchBytes = num(next(), f); break
       case '--memory-limit': a.memoryLimit = next(); break
       case '--section': a.section = next(); break
       case '--no-write': a.write = false; break
@@ -121,7 +125,8 @@ function parseArgs(argv) {
       Object.entries(SEED_SHAPE).every(([k, v]) => a.gen[k] === v)
     a.section = (isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
       : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
-      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '')
+      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
+      (a.batchBytes ? `-bb${a.batchBytes}` : '')
   }
   return a
 }
@@ -251,6 +256,7 @@ function toolCommand(tool, outDir, listFile, args) {
         ...(args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []),
         ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
         ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
+        ...(args.batchBytes ? ['--batch-bytes', String(args.batchBytes)] : []),
       ]
       return [node, path.join(BENCH, 'gencompact.js'), ...extra, outDir, listFile]
     }
@@ -265,6 +271,8 @@ function toolCommand(tool, outDir, listFile, args) {
     }
     case 'old-loop':
       return [node, path.join(BENCH, 'old-loop.js'), outDir, listFile]
+    case 'idle':
+      return [node, path.join(BENCH, 'gencompact.js'), '--idle']
   }
   throw new Error(`unknown tool ${tool}`)
 }
@@ -401,7 +409,7 @@ function expectedRows(tool, input, args) {
   return dedupes && input.distinctIds != null ? input.distinctIds : input.rowCount
 }
 
-function buildReport({ args, input, results, verify, machine, duckdbVersion, command, started }) {
+function buildReport({ args, input, results, verify, machine, duckdbVersion, command, started, idle }) {
   const tools = args.only
   const stats = {}
   for (const tool of tools) {
@@ -467,7 +475,15 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     if (s.summary && s.summary.settings) notes.push(`- ${tool}: DuckDB ${s.summary.duckdbVersion}, settings ${JSON.stringify(s.summary.settings)}; \`${s.summary.sql}\``)
     if (s.errors.length) notes.push(`- ${tool}: ${s.errors.length} failed run(s); last error: \`${s.errors[s.errors.length - 1].slice(0, 300)}\``)
     if (tool === 'old-loop' && s.summary) notes.push(`- old-loop: ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped} duplicates dropped, ~${s.summary.avgRowsPerFile} rows per flush/file (10,000 rows or 32 MiB estimated, one file per flush, hyparquet-writer SNAPPY)`)
-    if (tool === 'gencompact' && s.summary) notes.push(`- gencompact: options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups)}`)
+    if (tool === 'gencompact' && s.summary) notes.push(`- gencompact: options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups.length > 40 ? summarize(s.summary.rowGroups) : s.summary.rowGroups)}`)
+    if (tool === 'gencompact' && s.ok && idle && idle.ok) {
+      const batchBytes = args.batchBytes || 32 * MiB
+      const bound = 3 * batchBytes + 64 * MiB
+      const worst = Math.max(...results.filter(r => r.tool === tool && r.ok).map(r => r.maxRssBytes))
+      const above = worst - idle.maxRssBytes
+      notes.push(`- gencompact memory bound: idle process (node + addon loaded) ${fmtBytes(idle.maxRssBytes)}; worst peak over the runs ${fmtBytes(worst)}, ` +
+        `i.e. ${fmtBytes(above)} above idle, against 3 × batchBytes + 64 MiB = ${fmtBytes(bound)} (batchBytes ${fmtBytes(batchBytes)}): ${above <= bound ? 'within ✓' : 'EXCEEDED ✗'}`)
+    }
   }
 
   return [
@@ -490,6 +506,10 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     '',
     ...(notes.length ? ['Notes:', ...notes, ''] : []),
   ].join('\n')
+}
+
+function summarize(xs) {
+  return { files: xs.length, min: Math.min(...xs), median: median(xs), max: Math.max(...xs) }
 }
 
 function writeSection(section, body) {
@@ -530,6 +550,8 @@ async function main() {
   fs.writeFileSync(listFile, JSON.stringify(input.files))
   console.error(`input: ${input.files.length} files, ${input.rowCount} rows, ${fmtBytes(input.bytes)}; tools ${args.only.join(', ')}; ${args.runs} run(s)`)
 
+  const idle = args.only.includes('gencompact') ? await runOnce('idle', 0, listFile, args) : null
+  if (idle) process.stderr.write(`idle process (node + addon): ${fmtBytes(idle.maxRssBytes)} RSS\n`)
   const results = []
   const verify = {}
   const failed = new Set()
@@ -557,7 +579,7 @@ async function main() {
   duck.closeSync()
   db.closeSync()
 
-  const report = buildReport({ args, input, results, verify, machine: machineSummary(), duckdbVersion, command, started })
+  const report = buildReport({ args, input, results, verify, machine: machineSummary(), duckdbVersion, command, started, idle })
   console.log('\n' + report)
   if (args.write) {
     writeSection(args.section, report)

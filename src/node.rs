@@ -88,9 +88,15 @@ pub struct CompactOptions {
     pub batch_rows: Option<f64>,
     /// Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB.
     pub batch_bytes: Option<f64>,
+    /// Each output file is sorted end to end by these columns (top-level primitive columns);
+    /// `nullsFirst` defaults to true ascending, false descending (Iceberg's default null order).
     #[napi(ts_type = "Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>")]
     pub sort_by: Option<Vec<String>>,
+    /// The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0.
     pub sort_order_id: Option<f64>,
+    /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
+    /// Created if missing (and removed again); run files are removed on success and failure.
+    pub tmp_dir: Option<String>,
     #[napi(ts_type = "Array<{ column: string; transform?: string }>")]
     pub partition_by: Option<Vec<String>>,
     pub dedupe_by: Option<String>,
