@@ -1,22 +1,29 @@
 #!/usr/bin/env node
 'use strict'
-// Ensures the Python side of the test suite: pyarrow (an independent Parquet reader) and
-// pyiceberg (Iceberg's partition transforms). Installs them with pip only when importing them
-// fails; exits non-zero when they still cannot be imported.
+// Ensures the Python side of the test suite: pyarrow (an independent Parquet reader), pyiceberg
+// (Iceberg's partition transforms, and a real table in __test__/iceberg.spec.js) and sqlalchemy
+// (pyiceberg's SQL catalog, on SQLite). Installs them with pip only when importing them fails;
+// exits non-zero when they still cannot be imported.
 
 const { spawnSync } = require('child_process')
 
-const MODULES = ['pyarrow', 'pyiceberg']
+// module to import -> what pip installs when it is missing
+const MODULES = {
+  pyarrow: 'pyarrow',
+  pyiceberg: 'pyiceberg[sql-sqlite]>=0.12',
+  sqlalchemy: 'pyiceberg[sql-sqlite]>=0.12',
+}
 
 function missing() {
-  return MODULES.filter(m => spawnSync('python3', ['-c', `import ${m}`], { stdio: 'ignore' }).status !== 0)
+  return Object.keys(MODULES).filter(m => spawnSync('python3', ['-c', `import ${m}`], { stdio: 'ignore' }).status !== 0)
 }
 
 const need = missing()
 if (need.length === 0) process.exit(0)
 
-console.error(`pydeps: installing ${need.join(', ')} with pip`)
-const pip = spawnSync('python3', ['-m', 'pip', 'install', '--quiet', ...need], { stdio: 'inherit' })
+const specs = [...new Set(need.map(m => MODULES[m]))]
+console.error(`pydeps: installing ${specs.join(', ')} with pip (for ${need.join(', ')})`)
+const pip = spawnSync('python3', ['-m', 'pip', 'install', '--quiet', ...specs], { stdio: 'inherit' })
 if (pip.error || pip.status !== 0) {
   console.error(`pydeps: pip install failed (${pip.error ? pip.error.message : `exit ${pip.status}`})`)
   process.exit(1)
