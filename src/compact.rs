@@ -59,6 +59,10 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     };
     let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
     let groups = group(&plan, partitioner.as_mut(), &limits, cancel)?;
+    // While sorting, decoded batches join a buffer of up to `batchBytes`: read them in quarters so
+    // buffer and incoming batch stay within 1.25 × batchBytes.
+    let sort_limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: (opts.batch_bytes / 4).max(1) };
+    let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &limits };
     check_cancel(cancel)?;
     let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
     // Declared after `outputs`, so dropped (run files removed) before it.
@@ -90,7 +94,7 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
                 });
             }
         };
-        read_segments(&plan, &g.segments, None, &limits, cancel, |segment, mut batch| {
+        read_segments(&plan, &g.segments, None, data_limits, cancel, |segment, mut batch| {
             if segment.mixed {
                 if let (Some(p), Some(tuple)) = (partitioner.as_mut(), g.tuple) {
                     let keep: BooleanArray = p.tuple_ids(&batch.batch)?.into_iter().map(|t| Some(t == tuple)).collect();

@@ -51,8 +51,9 @@ pub struct CompactReport {
     pub intermediate_merges: u64,
 }
 
-pub fn file_report(file: &WrittenFile) -> FileReport {
-    let meta = &file.metadata;
+/// A closed file's report, from the footer its writer produced (the footer itself is then
+/// dropped: a call with many output files keeps one report each, not their footers).
+pub fn file_report(final_path: &std::path::Path, size: u64, rows: u64, meta: &ParquetMetaData) -> FileReport {
     let split_offsets = meta
         .row_groups()
         .iter()
@@ -60,10 +61,10 @@ pub fn file_report(file: &WrittenFile) -> FileReport {
         .map(|o| o.max(0) as u64)
         .collect();
     FileReport {
-        path: file.final_path.display().to_string(),
+        path: final_path.display().to_string(),
         partition: Vec::new(),
-        record_count: file.rows,
-        file_size_in_bytes: file.size,
+        record_count: rows,
+        file_size_in_bytes: size,
         row_groups: meta.num_row_groups() as u32,
         split_offsets,
         sort_order_id: 0,
@@ -126,7 +127,7 @@ fn column_reports(meta: &ParquetMetaData) -> Vec<ColumnReport> {
 
 pub fn build_report(plan: &Plan, files: &[WrittenFile], rows_read: u64, rows_written: u64, elapsed_ms: f64) -> CompactReport {
     CompactReport {
-        files: files.iter().map(file_report).collect(),
+        files: files.iter().map(|f| f.report.clone()).collect(),
         input_files: plan.inputs.len() as u32,
         rows_read,
         rows_written,

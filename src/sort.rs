@@ -8,7 +8,8 @@
 //! `batchBytes`. Ties keep arrival order (the sort is stable and the merge prefers the
 //! earlier run), so the output is deterministic.
 //!
-//! Memory bound: while buffering, `batchBytes` of rows plus one chunk; while merging, one
+//! Memory bound: while buffering, `batchBytes` of rows plus one chunk and the batch being read
+//! (`compact` reads quarter-size batches while sorting); while merging, one
 //! chunk per merged run (at most `batchBytes` together), the rows picked for the next output
 //! batch (at most `batchBytes / 8`, plus chunks already consumed but still referenced), and
 //! the keys of the chunks held. The writer's open row group comes on top (see `write`).

@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::ParquetMetaData;
+use crate::report::{file_report, FileReport};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -26,7 +26,8 @@ const STATS_TRUNCATE_BYTES: usize = 64;
 pub struct WrittenFile {
     pub tmp_path: PathBuf,
     pub final_path: PathBuf,
-    pub metadata: ParquetMetaData,
+    /// What the call reports about the file (derived from its footer when it closed).
+    pub report: FileReport,
     pub size: u64,
     pub rows: u64,
 }
@@ -347,7 +348,9 @@ impl<'a> RollingWriter<'a> {
         self.calibration.footer_row_groups += metadata.num_row_groups();
         drop(cur.writer);
         self.closed_bytes += size;
-        self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, metadata, size, rows: cur.rows });
+        let report = file_report(&cur.final_path, size, cur.rows, &metadata);
+        drop(metadata);
+        self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, report, size, rows: cur.rows });
         Ok(())
     }
 
