@@ -47,8 +47,18 @@ export interface CompactOptions {
   batchRows?: number
   /** Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB. */
   batchBytes?: number
+  /**
+   * Each output file is sorted end to end by these columns (top-level primitive columns);
+   * `nullsFirst` defaults to true ascending, false descending (Iceberg's default null order).
+   */
   sortBy?: Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>
+  /** The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0. */
   sortOrderId?: number
+  /**
+   * Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
+   * Created if missing (and removed again); run files are removed on success and failure.
+   */
+  tmpDir?: string
   partitionBy?: Array<{ column: string; transform?: string }>
   dedupeBy?: string
   /** Default 'zstd'. */
