@@ -106,11 +106,6 @@ impl<'a> Sorter<'a> {
         })
     }
 
-    /// Number of runs spilled so far.
-    pub fn runs_spilled(&self) -> usize {
-        self.runs.len()
-    }
-
     pub fn push(&mut self, batch: Batch) -> Result<()> {
         let n = batch.batch.num_rows();
         if n == 0 {

@@ -8,6 +8,7 @@
 //! a run being read holds one decoded chunk and a read buffer.
 
 use crate::error::{CompactError, Result};
+use crate::write::{create_dir, remove_created_dirs};
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -41,11 +42,7 @@ impl SpillDir {
         if self.ready {
             return Ok(());
         }
-        self.created_dirs = self.dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
-        std::fs::create_dir_all(&self.dir).map_err(|e| CompactError::io(&self.dir, &e))?;
-        if !std::fs::metadata(&self.dir).map_err(|e| CompactError::io(&self.dir, &e))?.is_dir() {
-            return Err(CompactError::Io { path: self.dir.display().to_string(), msg: "tmpDir is not a directory".into() });
-        }
+        self.created_dirs = create_dir(&self.dir, "tmpDir")?;
         self.ready = true;
         Ok(())
     }
@@ -71,17 +68,11 @@ impl SpillDir {
         self.files_spilled += 1;
         Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0 })
     }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
 }
 
 impl Drop for SpillDir {
     fn drop(&mut self) {
-        for dir in &self.created_dirs {
-            let _ = std::fs::remove_dir(dir);
-        }
+        remove_created_dirs(&self.created_dirs);
     }
 }
 

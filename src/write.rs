@@ -47,12 +47,7 @@ pub struct Outputs {
 
 impl Outputs {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
-        let created_dirs: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
-        std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
-        let meta = std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?;
-        if !meta.is_dir() {
-            return Err(CompactError::Io { path: dir.display().to_string(), msg: "outDir is not a directory".into() });
-        }
+        let created_dirs = create_dir(dir, "outDir")?;
         Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dirs, committed: false })
     }
 
@@ -108,10 +103,26 @@ impl Drop for Outputs {
             for p in &self.created {
                 let _ = std::fs::remove_file(p);
             }
-            for dir in &self.created_dirs {
-                let _ = std::fs::remove_dir(dir);
-            }
+            remove_created_dirs(&self.created_dirs);
         }
+    }
+}
+
+/// Creates `dir` (and missing parents) as the directory option `what` names; returns the
+/// directories this created, deepest first, for `remove_created_dirs`.
+pub(crate) fn create_dir(dir: &Path, what: &str) -> Result<Vec<PathBuf>> {
+    let created: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
+    std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
+    if !std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?.is_dir() {
+        return Err(CompactError::Io { path: dir.display().to_string(), msg: format!("{what} is not a directory") });
+    }
+    Ok(created)
+}
+
+/// Removes the directories `create_dir` created, where they are empty again.
+pub(crate) fn remove_created_dirs(created: &[PathBuf]) {
+    for dir in created {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 

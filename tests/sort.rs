@@ -20,6 +20,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+type Row = (i32, i64, Option<i32>, String);
+
 fn sort_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         field("seq", DataType::Int32, false, 1),
@@ -59,8 +61,8 @@ fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
         .collect()
 }
 
-/// (seq, ts, n) of every row of a file, in file order.
-fn rows_of(path: &Path) -> Vec<(i32, i64, Option<i32>)> {
+/// (seq, ts, n, tenant) of every row of a file, in file order.
+fn rows_of(path: &Path) -> Vec<Row> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
     let mut out = Vec::new();
     for b in reader {
@@ -68,15 +70,16 @@ fn rows_of(path: &Path) -> Vec<(i32, i64, Option<i32>)> {
         let seq = b.column(0).as_primitive::<Int32Type>();
         let ts = b.column(1).as_primitive::<TimestampMicrosecondType>();
         let n = b.column(2).as_primitive::<Int32Type>();
+        let tenant = b.column(3).as_string::<i32>();
         for i in 0..b.num_rows() {
-            out.push((seq.value(i), ts.value(i), (!n.is_null(i)).then(|| n.value(i))));
+            out.push((seq.value(i), ts.value(i), (!n.is_null(i)).then(|| n.value(i)), tenant.value(i).to_string()));
         }
     }
     out
 }
 
 /// `n` descending with nulls last, then `ts` ascending: the order the tests ask for.
-fn expected_order(a: &(i32, i64, Option<i32>), b: &(i32, i64, Option<i32>)) -> CmpOrdering {
+fn expected_order(a: &Row, b: &Row) -> CmpOrdering {
     let by_n = match (a.2, b.2) {
         (None, None) => CmpOrdering::Equal,
         (None, Some(_)) => CmpOrdering::Greater,
@@ -98,7 +101,6 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
     // The stable sort of the arrival order: ties keep `seq` order.
     all.sort_by(expected_order);
 
-    let mut results = Vec::new();
     for (name, batch_bytes) in [("memory", 32 << 20), ("spill", 16 << 10), ("passes", 4 << 10)] {
         let out = s.path().join(name);
         let spill_dir = s.path().join(format!("{name}-tmp/nested"));
@@ -130,7 +132,6 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
             rows.extend(rows_of(Path::new(&f.path)));
         }
         assert_eq!(rows, all, "{name}: sorted end to end, ties in arrival order");
-        results.push(rows);
     }
 }
 
@@ -147,17 +148,7 @@ fn each_tuple_is_sorted_on_its_own_with_dedupe_first_occurrences() {
     let r = run(&files, &o).unwrap();
     assert_eq!(r.files.len(), 3);
     // First occurrence of each ts within a tenant, in arrival order.
-    let mut all = Vec::new();
-    for f in &files {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(f).unwrap()).unwrap().build().unwrap();
-        for b in reader {
-            let b = b.unwrap();
-            let (seq, ts, tenant) = (b.column(0).as_primitive::<Int32Type>(), b.column(1).as_primitive::<TimestampMicrosecondType>(), b.column(3).as_string::<i32>());
-            for i in 0..b.num_rows() {
-                all.push((tenant.value(i).to_string(), ts.value(i), seq.value(i)));
-            }
-        }
-    }
+    let all: Vec<(String, i64, i32)> = files.iter().flat_map(|f| rows_of(Path::new(f))).map(|(seq, ts, _, tenant)| (tenant, ts, seq)).collect();
     let mut seen = std::collections::HashSet::new();
     let mut expected: Vec<(String, i64, i32)> = all.into_iter().filter(|(t, ts, _)| seen.insert((t.clone(), *ts))).collect();
     expected.sort();
@@ -167,7 +158,8 @@ fn each_tuple_is_sorted_on_its_own_with_dedupe_first_occurrences() {
         let Some((_, PartitionValue::String(tenant))) = f.partition.first() else { panic!("tenant partition: {:?}", f.partition) };
         let rows = rows_of(Path::new(&f.path));
         assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "sorted by ts, each ts once");
-        got.extend(rows.into_iter().map(|(seq, ts, _)| (tenant.clone(), ts, seq)));
+        assert!(rows.iter().all(|r| &r.3 == tenant), "one tenant per file");
+        got.extend(rows.into_iter().map(|(seq, ts, _, t)| (t, ts, seq)));
     }
     got.sort();
     assert_eq!(got, expected);

@@ -67,4 +67,18 @@ function outputPaths(result, outDir) {
   })
 }
 
-module.exports = { expectError, rejectionOf, expectCompactError, multisetDiff, outputPaths }
+/**
+ * The outputs of a `dedupeBy: '_hyp_cache_row_id'` call hold exactly the first occurrence of each
+ * row id in `inputs` (files order, then row order), by DuckDB's reading of both, and the call's
+ * `duplicatesDropped` agrees (and is not zero: the check can fail).
+ */
+async function expectFirstOccurrencesSurvive(duck, inputs, inputRows, result) {
+  const expected = await duck.firstOccurrenceChecksum(inputs, '_hyp_cache_row_id')
+  const { perColumn, ...output } = await duck.checksum(result.files.map(f => f.path))
+  expect(output).toEqual(expected)
+  expect(result.duplicatesDropped).toBe(inputRows - Number(expected.n))
+  expect(result.duplicatesDropped).toBeGreaterThan(0)
+}
+
+module.exports = {
+  expectFirstOccurrencesSurvive, expectError, rejectionOf, expectCompactError, multisetDiff, outputPaths }
