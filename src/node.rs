@@ -26,7 +26,7 @@ pub struct ProgressEvent {
     pub files_written: i64,
 }
 
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct ColumnMetrics {
     pub name: String,
     /// Parquet field id when the input carries one.
@@ -43,11 +43,47 @@ pub struct ColumnMetrics {
     #[napi(ts_type = "unknown")]
     pub upper_bound: Option<serde_json::Value>,
     /// The bounds in Iceberg's single-value binary encoding.
-    pub lower_bound_bytes: Option<Buffer>,
-    pub upper_bound_bytes: Option<Buffer>,
+    #[napi(ts_type = "Buffer")]
+    pub lower_bound_bytes: Option<CopiedBuffer>,
+    #[napi(ts_type = "Buffer")]
+    pub upper_bound_bytes: Option<CopiedBuffer>,
 }
 
-#[napi(object)]
+/// Bytes handed to JS as a `Buffer` that holds its own copy. A `Buffer` made from a `Vec`
+/// wraps it as external memory with a finalizer per value; a result with thousands of files
+/// holds over a hundred thousand bound values, and copies cost a fraction of that.
+pub struct CopiedBuffer(Vec<u8>);
+
+impl TypeName for CopiedBuffer {
+    fn type_name() -> &'static str {
+        "Buffer"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl ToNapiValue for CopiedBuffer {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let mut out = std::ptr::null_mut();
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `val.0` outlives the call, which copies `len` bytes from it; an empty value
+        // is created without a source pointer.
+        let status = unsafe {
+            if val.0.is_empty() {
+                napi::sys::napi_create_buffer(env, 0, &mut data, &mut out)
+            } else {
+                napi::sys::napi_create_buffer_copy(env, val.0.len(), val.0.as_ptr().cast(), &mut data, &mut out)
+            }
+        };
+        if status != napi::sys::Status::napi_ok {
+            return Err(napi::Error::new(Status::GenericFailure, format!("creating a Buffer of {} bytes failed ({status})", val.0.len())));
+        }
+        Ok(out)
+    }
+}
+
+#[napi(object, object_from_js = false)]
 pub struct OutputFile {
     /// Final path under outDir.
     pub path: String,
@@ -64,7 +100,7 @@ pub struct OutputFile {
     pub columns: Vec<ColumnMetrics>,
 }
 
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct CompactResult {
     pub files: Vec<OutputFile>,
     pub input_files: u32,
@@ -376,8 +412,8 @@ fn to_js(r: CompactReport) -> CompactResult {
                         nan_value_count: c.nan_value_count.map(|n| n as i64),
                         lower_bound: c.lower_bound.as_ref().map(|(v, _)| bound_value(v)),
                         upper_bound: c.upper_bound.as_ref().map(|(v, _)| bound_value(v)),
-                        lower_bound_bytes: c.lower_bound.map(|(_, b)| Buffer::from(b)),
-                        upper_bound_bytes: c.upper_bound.map(|(_, b)| Buffer::from(b)),
+                        lower_bound_bytes: c.lower_bound.map(|(_, b)| CopiedBuffer(b)),
+                        upper_bound_bytes: c.upper_bound.map(|(_, b)| CopiedBuffer(b)),
                     })
                     .collect(),
             })
