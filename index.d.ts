@@ -61,7 +61,7 @@ export interface CompactOptions {
   tmpDir?: string
   partitionBy?: Array<{ column: string; transform?: string }>
   dedupeBy?: string
-  /** Default 'zstd'. */
+  /** Default 'zstd' (level 3 unless `compressionLevel` says otherwise). */
   compression?: 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'
   compressionLevel?: number
   /** Output files are `<prefix>-<n>.parquet`. Default: random per call. */

@@ -136,7 +136,7 @@ pub struct CompactOptions {
     #[napi(ts_type = "Array<{ column: string; transform?: string }>")]
     pub partition_by: Option<Vec<String>>,
     pub dedupe_by: Option<String>,
-    /// Default 'zstd'.
+    /// Default 'zstd' (level 3 unless `compressionLevel` says otherwise).
     #[napi(ts_type = "'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'")]
     pub compression: Option<String>,
     pub compression_level: Option<f64>,

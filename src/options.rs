@@ -46,6 +46,9 @@ pub const KNOWN_KEYS: &[&str] = &[
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_BATCH_ROWS: usize = 10_000;
 pub const DEFAULT_BATCH_BYTES: usize = 32 * 1024 * 1024;
+/// zstd's own default level (and DuckDB's); parquet-rs defaults to 1. On the seed shape level 3
+/// writes 10 % smaller files (28 % when sorting interleaves tuples) for ~3 % more time.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 #[derive(Debug, Clone)]
@@ -86,7 +89,7 @@ impl Options {
             target_file_bytes: DEFAULT_TARGET_FILE_BYTES,
             batch_rows: DEFAULT_BATCH_ROWS,
             batch_bytes: DEFAULT_BATCH_BYTES,
-            compression: Compression::ZSTD(ZstdLevel::default()),
+            compression: Compression::ZSTD(default_zstd()),
             file_name_prefix: random_prefix(),
             verify: true,
             dedupe_by: None,
@@ -190,6 +193,10 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
     Ok((!fields.is_empty()).then_some(fields))
 }
 
+fn default_zstd() -> ZstdLevel {
+    ZstdLevel::try_new(DEFAULT_ZSTD_LEVEL).unwrap_or_default()
+}
+
 /// `[{ column, descending?, nullsFirst? }]`.
 fn sort_by(value: &RawValue) -> Result<Option<Vec<SortKey>>> {
     let items = match value {
@@ -243,7 +250,7 @@ fn compression(value: &RawValue, level: Option<f64>) -> Result<Compression> {
     let bad_level = |l: f64, range: &str| invalid(format!("'compressionLevel' {l} is out of range for {name} ({range})"));
     match name.as_str() {
         "zstd" => match level {
-            None => Ok(Compression::ZSTD(ZstdLevel::default())),
+            None => Ok(Compression::ZSTD(default_zstd())),
             Some(l) => ZstdLevel::try_new(l as i32).map(Compression::ZSTD).map_err(|_| bad_level(l, "1..=22")),
         },
         "gzip" => match level {
@@ -302,7 +309,7 @@ mod tests {
         let o = Options::from_raw(&raw(&[("outDir", RawValue::String("/tmp/x".into()))])).unwrap();
         assert_eq!(o.target_file_bytes, DEFAULT_TARGET_FILE_BYTES);
         assert_eq!(o.batch_rows, 10_000);
-        assert!(matches!(o.compression, Compression::ZSTD(_)));
+        assert_eq!(o.compression, Compression::ZSTD(ZstdLevel::try_new(3).unwrap()));
         assert!(o.file_name_prefix.starts_with("gc-"));
         let o = Options::from_raw(&raw(&[
             ("outDir", RawValue::String("/tmp/x".into())),
