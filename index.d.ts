@@ -66,7 +66,10 @@ export interface CompactOptions {
   compressionLevel?: number
   /** Output files are `<prefix>-<n>.parquet`. Default: random per call. */
   fileNamePrefix?: string
-  /** Confirm row counts of outputs against inputs before publishing. Default true. */
+  /**
+   * Re-read the outputs before publishing: row counts and a content digest of every row
+   * against the surviving input rows. Default true.
+   */
   verify?: boolean
   signal?: AbortSignal
   onProgress?: (progress: ProgressEvent) => void

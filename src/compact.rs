@@ -1,5 +1,5 @@
 //! The pipeline of one call: plan → group (partition tuples) → per tuple: read → dedupe →
-//! write; then verify → publish → report. Runs on a
+//! (order) → write; then verify → publish → report. Runs on a
 //! blocking thread; checks the cancel flag between batches; reports progress through a
 //! callback. Memory: that of the read and write stages (one decoded batch plus the open
 //! row group), independent of the number or size of the inputs.
@@ -16,7 +16,8 @@ use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
 use crate::write::{Calibration, Outputs, RollingWriter, WrittenFile};
-use parquet::file::metadata::ParquetMetaDataReader;
+use crate::digest::Digest;
+use crate::verify::{verify, Fault};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -57,11 +58,11 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
         Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
     };
-    let limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: opts.batch_bytes };
+    let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
     let groups = group(&plan, partitioner.as_mut(), &limits, cancel)?;
     // While sorting, decoded batches join a buffer of up to `batchBytes`: read them in quarters so
     // buffer and incoming batch stay within 1.25 × batchBytes.
-    let sort_limits = ReadLimits { batch_rows: opts.batch_rows, batch_bytes: (opts.batch_bytes / 4).max(1) };
+    let sort_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
     let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &limits };
     check_cancel(cancel)?;
     let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
@@ -71,6 +72,9 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     let mut totals = Totals::default();
     let mut last: Option<Instant> = None;
     let mut calibration = Calibration::default();
+    // The surviving input rows, for `verify`; and a test-only injected fault.
+    let mut digest = Digest::default();
+    let mut fault = Fault::from_env();
     for g in &groups {
         // One tuple at a time: its own seen set, its own run of files.
         let mut deduper = match &opts.dedupe_by {
@@ -95,6 +99,7 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
             }
         };
         read_segments(&plan, &g.segments, None, data_limits, cancel, |segment, mut batch| {
+            crate::testhooks::pause("read");
             if segment.mixed {
                 if let (Some(p), Some(tuple)) = (partitioner.as_mut(), g.tuple) {
                     let keep: BooleanArray = p.tuple_ids(&batch.batch)?.into_iter().map(|t| Some(t == tuple)).collect();
@@ -107,6 +112,14 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
                 let kept = d.filter(batch.batch)?;
                 batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
                 batch.batch = kept;
+            }
+            if opts.verify {
+                digest.add(&batch.batch)?;
+            }
+            if let Some(f) = fault {
+                if f.apply(&mut batch.batch)? {
+                    fault = None;
+                }
             }
             match sorter.as_mut() {
                 Some(s) => s.push(batch)?,
@@ -141,7 +154,7 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     check_cancel(cancel)?;
     if opts.verify {
         progress(&snapshot("verify"));
-        verify(&files_written, totals.rows_read - totals.duplicates)?;
+        verify(&files_written, &plan, &limits, &digest, cancel)?;
     }
     check_cancel(cancel)?;
     outputs.publish(&files_written)?;
@@ -175,27 +188,6 @@ fn shrink(batch: Batch, keep: &BooleanArray) -> Result<Batch> {
     let kept = arrow_select::filter::filter_record_batch(&batch.batch, keep).map_err(|e| CompactError::Internal(format!("partition filter: {e}")))?;
     let share = kept.num_rows() as f64 / n as f64;
     Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept })
-}
-
-/// Re-reads every output's footer from disk: each file's row count is what was written to
-/// it, and together they hold every row read less the duplicates dropped.
-fn verify(files: &[WrittenFile], rows_expected: u64) -> Result<()> {
-    let mut total = 0u64;
-    for f in files {
-        let fail = |msg: String| CompactError::VerifyFailed { path: f.tmp_path.display().to_string(), msg };
-        let file = std::fs::File::open(&f.tmp_path).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(|e| fail(format!("unreadable footer: {e}")))?;
-        let rows = meta.file_metadata().num_rows().max(0) as u64;
-        if rows != f.rows {
-            return Err(fail(format!("footer says {rows} rows, {} were written", f.rows)));
-        }
-        total += rows;
-    }
-    if total != rows_expected {
-        let path = files.first().map(|f| f.tmp_path.display().to_string()).unwrap_or_default();
-        return Err(CompactError::VerifyFailed { path, msg: format!("outputs hold {total} rows, {rows_expected} expected") });
-    }
-    Ok(())
 }
 
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).

@@ -7,8 +7,11 @@
 
 pub mod compact;
 pub mod dedupe;
+pub mod digest;
 pub mod error;
+pub mod gate;
 pub mod group;
+pub mod guard;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
 pub mod metrics;
@@ -19,7 +22,9 @@ pub mod read;
 pub mod report;
 pub mod sort;
 pub mod spill;
+pub mod testhooks;
 pub mod unify;
+pub mod verify;
 pub mod write;
 
 pub use compact::{compact, run_guarded, Progress};

@@ -4,6 +4,7 @@
 
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
+use crate::gate::Gate;
 use crate::options::{Options, RawValue};
 use crate::metrics::BoundValue;
 use crate::partition::PartitionValue;
@@ -142,7 +143,8 @@ pub struct CompactOptions {
     pub compression_level: Option<f64>,
     /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
     pub file_name_prefix: Option<String>,
-    /// Confirm row counts of outputs against inputs before publishing. Default true.
+    /// Re-read the outputs before publishing: row counts and a content digest of every row
+    /// against the surviving input rows. Default true.
     pub verify: Option<bool>,
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<String>,
@@ -202,6 +204,8 @@ pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unkn
                             f.call(progress_event(p), ThreadsafeFunctionCallMode::NonBlocking);
                         }
                     };
+                    // At most `Gate::limit()` calls run at once; the rest wait here, off the event loop.
+                    let _permit = Gate::global().enter(&cancel)?;
                     run_guarded(&files, &options, &cancel, &report)
                 };
                 match tokio::task::spawn_blocking(job).await {

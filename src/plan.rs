@@ -5,7 +5,9 @@
 //! their metadata.
 
 use crate::error::{CompactError, Result};
+use crate::guard::GuardedInput;
 use crate::unify::unify;
+use parquet::file::reader::Length;
 use std::collections::HashMap;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -51,22 +53,27 @@ pub fn base_reader_options() -> ArrowReaderOptions {
     ArrowReaderOptions::new().with_skip_arrow_metadata(true)
 }
 
-pub fn open_input(path: &Path) -> Result<File> {
+/// Opens an input read-only, to be read through the `guard` checks (`page_cap`: the largest
+/// uncompressed page it may declare).
+pub fn open_input(path: &Path, page_cap: u64) -> Result<GuardedInput> {
     let file = File::open(path).map_err(|e| CompactError::input_open(path, &e))?;
     match file.metadata() {
         Ok(m) if m.is_dir() => Err(CompactError::corrupt(path, None, "is a directory, not a Parquet file")),
-        Ok(_) => Ok(file),
+        Ok(_) => GuardedInput::new(file, page_cap).map_err(|e| CompactError::input_open(path, &e)),
         Err(e) => Err(CompactError::input_open(path, &e)),
     }
 }
 
 /// Reads an input's footer and the Arrow schema derived from it.
-pub fn load_metadata(path: &Path, file: &File, hint: Option<SchemaRef>) -> Result<ArrowReaderMetadata> {
+pub fn load_metadata(path: &Path, file: &GuardedInput, hint: Option<SchemaRef>) -> Result<ArrowReaderMetadata> {
+    file.check_footer(path)?;
     let mut options = base_reader_options();
     if let Some(schema) = hint {
         options = options.with_schema(schema);
     }
-    ArrowReaderMetadata::load(file, options).map_err(|e| CompactError::corrupt(path, None, e))
+    let meta = ArrowReaderMetadata::load(file, options).map_err(|e| CompactError::corrupt(path, None, e))?;
+    file.check_metadata(path, meta.metadata())?;
+    Ok(meta)
 }
 
 /// Per leaf column path, over all inputs.
@@ -87,8 +94,9 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
     for name in files {
         let path = PathBuf::from(name);
-        let file = open_input(&path)?;
-        let file_bytes = file.metadata().map_err(|e| CompactError::input_open(&path, &e))?.len();
+        // (planning reads footers only: no page is decoded here)
+        let file = open_input(&path, u64::MAX)?;
+        let file_bytes = file.len();
         let meta = load_metadata(&path, &file, None)?;
         let pq = meta.metadata();
         let descr = pq.file_metadata().schema_descr_ptr();

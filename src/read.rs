@@ -23,7 +23,7 @@ use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
 use parquet::file::serialized_reader::SerializedPageReader;
-use std::fs::File;
+use crate::guard::{contain, GuardedInput};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +40,15 @@ pub struct Batch {
 pub struct ReadLimits {
     pub batch_rows: usize,
     pub batch_bytes: usize,
+    /// The largest uncompressed page an input may declare (`guard`).
+    pub page_cap: u64,
+}
+
+impl ReadLimits {
+    /// Batches of `batch_bytes`; pages of up to the call's `batchBytes` + 64 MiB.
+    pub fn new(batch_rows: usize, batch_bytes: usize, call_batch_bytes: usize) -> Self {
+        ReadLimits { batch_rows, batch_bytes, page_cap: call_batch_bytes as u64 + (64 << 20) }
+    }
 }
 
 /// One row group of one input, as a unit of reading.
@@ -71,14 +80,14 @@ pub fn read_segments(
     cancel: &AtomicBool,
     mut sink: impl FnMut(&Segment, Batch) -> Result<()>,
 ) -> Result<()> {
-    let mut open: Option<(usize, File, ArrowReaderMetadata, Option<Vec<Option<usize>>>)> = None;
+    let mut open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)> = None;
     for segment in segments {
         check_cancel(cancel)?;
         let input = plan.inputs.get(segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
         let path = input.path.as_path();
         if open.as_ref().map(|(i, ..)| *i) != Some(segment.input) {
             drop(open.take()); // one open input at a time
-            let file = open_input(path)?;
+            let file = open_input(path, limits.page_cap)?;
             let (meta, adapter) = reader_metadata(plan, path, &file)?;
             open = Some((segment.input, file, meta, adapter));
         }
@@ -101,13 +110,15 @@ pub fn read_segments(
         if let (Some(r), None) = (roots, adapter) {
             b = b.with_projection(ProjectionMask::roots(&descr, r.iter().copied()));
         }
-        let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
+        let mut reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
-        for item in reader {
+        loop {
             check_cancel(cancel)?;
-            let batch = match item {
-                Ok(b) => b,
-                Err(e) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, e.to_string())),
+            let batch = match contain(|| reader.next()) {
+                Ok(None) => break,
+                Ok(Some(Ok(b))) => b,
+                Ok(Some(Err(e))) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, e.to_string())),
+                Err(panic) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, panic)),
             };
             let batch = match adapter {
                 Some(map) => adapt(path, batch, map, &plan.arrow_schema)?,
@@ -124,7 +135,7 @@ pub fn read_segments(
 /// An input's reader metadata decoding into the plan's Arrow schema when its Parquet schema is
 /// the unified one; otherwise into its own schema, with the map from each unified top-level
 /// field to the input's (`None`: the input lacks it).
-fn reader_metadata(plan: &Plan, path: &Path, file: &File) -> Result<(ArrowReaderMetadata, Option<Vec<Option<usize>>>)> {
+fn reader_metadata(plan: &Plan, path: &Path, file: &GuardedInput) -> Result<(ArrowReaderMetadata, Option<Vec<Option<usize>>>)> {
     let own = load_metadata(path, file, None)?;
     let theirs = own.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let unified = plan.parquet_schema.root_schema().get_fields();
@@ -183,7 +194,7 @@ pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
     }
 }
 
-fn builder(path: &Path, file: &File, meta: &ArrowReaderMetadata) -> Result<ParquetRecordBatchReaderBuilder<File>> {
+fn builder(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata) -> Result<ParquetRecordBatchReaderBuilder<GuardedInput>> {
     let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
     Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone()))
 }
@@ -207,7 +218,7 @@ pub fn decoded_size(batch: &RecordBatch) -> usize {
 /// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
 /// encoded byte arrays without size statistics, its dictionary pages).
 /// With `leaves`, only the leaf columns marked true count.
-pub fn estimate_row_bytes(file: &File, rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> f64 {
+pub fn estimate_row_bytes(file: &GuardedInput, rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> f64 {
     let rows = rg.num_rows().max(1) as f64;
     let mut total = 0.0;
     for (leaf, col) in rg.columns().iter().enumerate() {
@@ -244,10 +255,10 @@ pub fn estimate_row_bytes(file: &File, rg: &RowGroupMetaData, leaves: Option<&[b
 
 /// Length of the longest value in a byte-array column chunk's dictionary page. Any failure
 /// yields `None`: decoding the chunk will then report the problem with its column.
-fn largest_dictionary_entry(file: &File, col: &ColumnChunkMetaData, rows: usize) -> Option<usize> {
+fn largest_dictionary_entry(file: &GuardedInput, col: &ColumnChunkMetaData, rows: usize) -> Option<usize> {
     let handle = Arc::new(file.try_clone().ok()?);
     let mut pages = SerializedPageReader::new(handle, col, rows, None).ok()?;
-    match pages.get_next_page().ok()?? {
+    match contain(|| pages.get_next_page()).ok()?.ok()?? {
         Page::DictionaryPage { buf, encoding: Encoding::PLAIN | Encoding::PLAIN_DICTIONARY, .. } => {
             let mut longest = 0usize;
             let mut pos = 0usize;
@@ -263,7 +274,7 @@ fn largest_dictionary_entry(file: &File, col: &ColumnChunkMetaData, rows: usize)
 }
 
 /// A decode failed: find the column by decoding the row group one leaf at a time.
-fn diagnose(path: &Path, file: &File, meta: &ArrowReaderMetadata, rg: usize, batch_size: usize, msg: String) -> CompactError {
+fn diagnose(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata, rg: usize, batch_size: usize, msg: String) -> CompactError {
     let descr = meta.metadata().file_metadata().schema_descr_ptr();
     for leaf in 0..descr.num_columns() {
         let reader = builder(path, file, meta).and_then(|b| {
@@ -274,7 +285,7 @@ fn diagnose(path: &Path, file: &File, meta: &ArrowReaderMetadata, rg: usize, bat
                 .map_err(|e| CompactError::corrupt(path, None, e))
         });
         let failed = match reader {
-            Ok(r) => r.into_iter().any(|b| b.is_err()),
+            Ok(r) => contain(|| r.into_iter().any(|b| b.is_err())).unwrap_or(true),
             Err(_) => true,
         };
         if failed {

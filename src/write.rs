@@ -6,6 +6,7 @@
 //! plus the footer metadata of the open file, kept small by truncated statistics. Only one
 //! file is open at a time.
 
+use crate::testhooks;
 use crate::error::{parquet_io_error, CompactError, Result};
 use crate::options::Options;
 use crate::plan::Plan;
@@ -54,14 +55,20 @@ impl Outputs {
     /// Creates the next `<prefix>-<n>.parquet.tmp` exclusively (never through an existing path).
     fn create_next(&mut self) -> Result<(File, PathBuf, PathBuf)> {
         let final_path = self.dir.join(format!("{}-{:05}.parquet", self.prefix, self.next_index));
-        let tmp_path = self.dir.join(format!("{}-{:05}.parquet.tmp", self.prefix, self.next_index));
+        let mut tmp_path = self.dir.join(format!("{}-{:05}.parquet.tmp", self.prefix, self.next_index));
         self.next_index += 1;
         if final_path.exists() {
             return Err(CompactError::Io { path: final_path.display().to_string(), msg: "output file already exists".into() });
         }
+        if testhooks::disabled("tmp-names") {
+            tmp_path = final_path.clone();
+        }
+        let exclusive = !testhooks::disabled("exclusive");
         let file = OpenOptions::new()
             .write(true)
-            .create_new(true)
+            .create_new(exclusive)
+            .create(true)
+            .truncate(!exclusive)
             .open(&tmp_path)
             .map_err(|e| CompactError::io(&tmp_path, &e))?;
         self.created.push(tmp_path.clone());
@@ -72,6 +79,9 @@ impl Outputs {
     /// directory. On failure the files published so far are removed again by `Drop`.
     pub fn publish(&mut self, files: &[WrittenFile]) -> Result<()> {
         for f in files {
+            if f.tmp_path == f.final_path {
+                continue; // (test-only: written under its final name)
+            }
             std::fs::hard_link(&f.tmp_path, &f.final_path)
                 .or_else(|e| {
                     if e.kind() == std::io::ErrorKind::AlreadyExists || f.final_path.exists() {
@@ -83,9 +93,10 @@ impl Outputs {
                 })
                 .map_err(|e| CompactError::io(&f.final_path, &e))?;
             self.created.push(f.final_path.clone());
+            testhooks::pause("publish");
         }
         for f in files {
-            if f.tmp_path.exists() {
+            if f.tmp_path != f.final_path && f.tmp_path.exists() {
                 std::fs::remove_file(&f.tmp_path).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
             }
         }
@@ -99,7 +110,7 @@ impl Outputs {
 
 impl Drop for Outputs {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed && !testhooks::disabled("cleanup") {
             for p in &self.created {
                 let _ = std::fs::remove_file(p);
             }
@@ -362,6 +373,7 @@ impl<'a> RollingWriter<'a> {
         let report = file_report(&cur.final_path, size, cur.rows, &metadata);
         drop(metadata);
         self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, report, size, rows: cur.rows });
+        testhooks::pause("between-files");
         Ok(())
     }
 
@@ -382,6 +394,7 @@ fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<
     calibration.estimated += estimate as f64;
     calibration.actual += cur.writer.bytes_written().saturating_sub(before) as f64;
     calibration.row_groups += 1;
+    testhooks::pause("row-group");
     cur.rg_rows = 0;
     cur.rg_bytes = 0;
     Ok(())

@@ -26,7 +26,7 @@ fn batches_stay_within_batch_bytes_even_for_fat_dictionary_values() {
     let naive_per_row = rg.total_byte_size() as f64 / rg.num_rows() as f64;
     assert!(naive_per_row < 5_000.0, "fixture must hide the fat value from the uncompressed size ({naive_per_row})");
     let plan = gencompact::plan::build_plan(&files).unwrap();
-    let limits = ReadLimits { batch_rows: 10_000, batch_bytes: 1 << 20 };
+    let limits = ReadLimits::new(10_000, 1 << 20, 1 << 20);
     let mut rows = 0;
     let mut batches = 0;
     read_all(&plan, &limits, &AtomicBool::new(false), |b| {
@@ -45,7 +45,7 @@ fn a_row_larger_than_batch_bytes_is_a_batch_of_one() {
     let s = Scratch::new("one");
     let files = write_inputs(s.path(), 1, 50, 20_000, 10);
     let plan = gencompact::plan::build_plan(&files).unwrap();
-    let limits = ReadLimits { batch_rows: 10_000, batch_bytes: 4096 };
+    let limits = ReadLimits::new(10_000, 4096, 4096);
     let mut sizes = Vec::new();
     read_all(&plan, &limits, &AtomicBool::new(false), |b| {
         sizes.push(b.batch.num_rows());

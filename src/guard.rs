@@ -1,0 +1,403 @@
+//! Guard: the checks on hostile inputs that parquet-rs does not make before it allocates or
+//! recurses on what a file *declares*. Every input is read through `GuardedInput`, a
+//! `ChunkReader` that
+//! - refuses any byte range beyond the end of the file before a buffer is sized for it
+//!   (a column chunk or page claiming gigabytes would otherwise be allocated up front);
+//! - reads each page header itself before parquet-rs does and refuses a page whose declared
+//!   uncompressed size exceeds the call's page cap (parquet-rs sizes, and for snappy/lz4/zstd
+//!   zero-fills, the decompression buffer from that field), or a header whose thrift lengths
+//!   run past the end of the file (parquet-rs reserves a binary's declared length up front);
+//! `check_metadata` refuses column chunks whose declared byte ranges are negative or outside
+//! the file (parquet-rs asserts on negative ones: a panic), and `check_footer` refuses a schema
+//! nested deeper than `MAX_SCHEMA_DEPTH` before parquet-rs
+//! builds it recursively (a deep enough one overflows the stack: a crash, not a panic).
+//! Assertions parquet-rs trips while decoding corrupt pages are contained by `contain` and
+//! reported as corrupt input.
+//!
+//! The page headers and the footer's schema list are parsed with a minimal reader of Thrift's
+//! compact protocol (parquet-rs keeps its own parser crate-private). It only skips and
+//! bounds; what it accepts is then parsed by parquet-rs as usual.
+//!
+//! Memory: one 8 KiB read buffer per header check, plus the footer (at most the file's size)
+//! while it is checked.
+
+use crate::error::{CompactError, Result};
+use crate::testhooks::disabled;
+use bytes::Bytes;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Deepest schema accepted (real schemas nest a handful of levels; parquet-rs recurses per level).
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+/// Deepest thrift struct nesting the header reader follows (parquet-rs's own skip limit).
+const MAX_THRIFT_DEPTH: usize = 64;
+
+/// Runs a decoding step of parquet-rs over input data. Some corrupt encodings trip an assertion
+/// in parquet-rs (a varint longer than 10 bytes in a level run, say): that panic is contained
+/// here and returned as a message, for the caller to report as a corrupt input.
+/// The panic is not printed (the default hook still prints every other panic).
+pub fn contain<T>(step: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    if disabled("input") {
+        return Ok(step());
+    }
+    quiet_hook();
+    CONTAINING.with(|c| c.set(true));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step));
+    CONTAINING.with(|c| c.set(false));
+    outcome.map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        format!("the decoder failed: {msg}")
+    })
+}
+
+thread_local! {
+    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent for panics `contain` catches.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CONTAINING.with(|c| c.get()) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// An input file read through the checks above.
+pub struct GuardedInput {
+    file: File,
+    len: u64,
+    page_cap: u64,
+    enabled: bool,
+}
+
+impl GuardedInput {
+    /// `page_cap`: the largest uncompressed page accepted.
+    pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
+        let len = file.metadata()?.len();
+        Ok(GuardedInput { file, len, page_cap, enabled: !disabled("input") })
+    }
+
+    pub fn try_clone(&self) -> std::io::Result<Self> {
+        Ok(GuardedInput { file: self.file.try_clone()?, len: self.len, page_cap: self.page_cap, enabled: self.enabled })
+    }
+
+    /// Checks the footer's schema depth (see `check_footer`).
+    pub fn check_footer(&self, path: &Path) -> Result<()> {
+        if self.enabled {
+            check_footer(&self.file, self.len).map_err(|msg| CompactError::corrupt(path, None, msg))?;
+        }
+        Ok(())
+    }
+
+    /// Checks what parquet-rs trusts in a parsed footer: every column chunk's byte range must
+    /// be non-negative and inside the file (`byte_range` asserts on a negative one: a panic).
+    pub fn check_metadata(&self, path: &Path, meta: &ParquetMetaData) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        for (g, rg) in meta.row_groups().iter().enumerate() {
+            if rg.num_rows() < 0 {
+                return Err(CompactError::corrupt(path, None, format!("row group {g} declares {} rows", rg.num_rows())));
+            }
+            for col in rg.columns() {
+                let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+                let len = col.compressed_size();
+                let inside = start >= 0 && len >= 0 && (start as u64).checked_add(len as u64).is_some_and(|end| end <= self.len);
+                if !inside || col.data_page_offset() < 0 || col.num_values() < 0 {
+                    return Err(CompactError::corrupt(
+                        path,
+                        Some(col.column_path().string()),
+                        format!("row group {g}: column chunk declares {len} bytes at offset {start}, outside the file ({} bytes)", self.len),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_page_header(&self, start: u64) -> std::result::Result<(), String> {
+        let mut f = self.file.try_clone().map_err(|e| e.to_string())?;
+        f.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+        let mut r = Thrift::new(BufReader::new(f), self.len.saturating_sub(start));
+        let (uncompressed, compressed) = r.page_sizes().map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
+        if uncompressed > self.page_cap {
+            return Err(format!(
+                "page at offset {start} declares {uncompressed} bytes uncompressed, more than the {} a page may hold in this call (batchBytes + 64 MiB)",
+                self.page_cap
+            ));
+        }
+        if compressed > self.len.saturating_sub(start) {
+            return Err(format!("page at offset {start} declares {compressed} bytes, past the end of the file ({} bytes)", self.len));
+        }
+        Ok(())
+    }
+}
+
+impl Length for GuardedInput {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for GuardedInput {
+    type T = BufReader<File>;
+
+    /// parquet-rs reads page headers through this, and the file's last 8 bytes (footer length
+    /// and magic), which are too short to hold a page header claiming anything.
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        if self.enabled && start.saturating_add(8) < self.len {
+            self.check_page_header(start).map_err(ParquetError::General)?;
+        }
+        self.file.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        if self.enabled && start.checked_add(length as u64).is_none_or(|end| end > self.len) {
+            return Err(ParquetError::EOF(format!("{length} bytes at offset {start} declared, past the end of the file ({} bytes)", self.len)));
+        }
+        self.file.get_bytes(start, length)
+    }
+}
+
+/// Refuses a footer whose schema nests deeper than `MAX_SCHEMA_DEPTH`. Anything it cannot make
+/// sense of is left to parquet-rs, which reports it.
+fn check_footer(file: &File, len: u64) -> std::result::Result<(), String> {
+    if len < 12 {
+        return Ok(());
+    }
+    let mut tail = [0u8; 8];
+    let read_at = |buf: &mut [u8], at: u64| -> std::io::Result<()> {
+        let mut f = file.try_clone()?;
+        f.seek(SeekFrom::Start(at))?;
+        f.read_exact(buf)
+    };
+    if read_at(&mut tail, len - 8).is_err() || &tail[4..] != b"PAR1" {
+        return Ok(());
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer_len + 8 > len {
+        return Ok(());
+    }
+    let mut f = file.try_clone().map_err(|e| e.to_string())?;
+    if f.seek(SeekFrom::Start(len - 8 - footer_len)).is_err() {
+        return Ok(());
+    }
+    let mut r = Thrift::new(BufReader::new(f.take(footer_len)), footer_len);
+    match r.schema_depth() {
+        Ok(depth) if depth > MAX_SCHEMA_DEPTH => Err(format!("schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} accepted")),
+        _ => Ok(()),
+    }
+}
+
+/// A bounded reader of Thrift's compact protocol: skips what it does not need, and refuses
+/// lengths past the bytes left.
+struct Thrift<R: Read> {
+    input: R,
+    left: u64,
+}
+
+type TResult<T> = std::result::Result<T, String>;
+
+impl<R: Read> Thrift<R> {
+    fn new(input: R, left: u64) -> Self {
+        Thrift { input, left }
+    }
+
+    fn byte(&mut self) -> TResult<u8> {
+        if self.left == 0 {
+            return Err("ends early".into());
+        }
+        let mut b = [0u8; 1];
+        self.input.read_exact(&mut b).map_err(|e| e.to_string())?;
+        self.left -= 1;
+        Ok(b[0])
+    }
+
+    fn skip_bytes(&mut self, n: u64) -> TResult<()> {
+        if n > self.left {
+            return Err(format!("declares {n} bytes, only {} left", self.left));
+        }
+        let copied = std::io::copy(&mut (&mut self.input).take(n), &mut std::io::sink()).map_err(|e| e.to_string())?;
+        if copied != n {
+            return Err("ends early".into());
+        }
+        self.left -= n;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> TResult<u64> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f) << shift.min(63);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("varint too long".into())
+    }
+
+    fn zigzag(&mut self) -> TResult<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    /// The next field header of a struct: `None` at its stop byte, else (field id, type).
+    fn field(&mut self, last: &mut i16) -> TResult<Option<(i16, u8)>> {
+        let b = self.byte()?;
+        if b == 0 {
+            return Ok(None);
+        }
+        let delta = (b >> 4) as i16;
+        let id = if delta == 0 { self.zigzag()? as i16 } else { last.wrapping_add(delta) };
+        *last = id;
+        Ok(Some((id, b & 0x0f)))
+    }
+
+    /// A list or set header: (element type, count).
+    fn list_header(&mut self) -> TResult<(u8, u64)> {
+        let h = self.byte()?;
+        let n = match h >> 4 {
+            15 => self.varint()?,
+            n => u64::from(n),
+        };
+        if n > self.left {
+            return Err(format!("declares {n} elements, only {} bytes left", self.left));
+        }
+        Ok((h & 0x0f, n))
+    }
+
+    fn skip(&mut self, ty: u8, depth: usize) -> TResult<()> {
+        if depth > MAX_THRIFT_DEPTH {
+            return Err("nested too deep".into());
+        }
+        match ty {
+            1 | 2 => Ok(()),
+            3 => self.byte().map(|_| ()),
+            4..=6 => self.varint().map(|_| ()),
+            7 => self.skip_bytes(8),
+            8 => {
+                let n = self.varint()?;
+                self.skip_bytes(n)
+            }
+            9 | 10 => {
+                let (et, n) = self.list_header()?;
+                for _ in 0..n {
+                    // booleans inside lists take a byte each
+                    if et == 1 || et == 2 { self.byte().map(|_| ())? } else { self.skip(et, depth + 1)? }
+                }
+                Ok(())
+            }
+            11 => {
+                let n = self.varint()?;
+                if n > self.left {
+                    return Err(format!("declares {n} entries, only {} bytes left", self.left));
+                }
+                if n > 0 {
+                    let kv = self.byte()?;
+                    for _ in 0..n {
+                        self.skip(kv >> 4, depth + 1)?;
+                        self.skip(kv & 0x0f, depth + 1)?;
+                    }
+                }
+                Ok(())
+            }
+            12 => {
+                let mut last = 0;
+                while let Some((_, t)) = self.field(&mut last)? {
+                    self.skip(t, depth + 1)?;
+                }
+                Ok(())
+            }
+            t => Err(format!("unknown thrift type {t}")),
+        }
+    }
+
+    /// A PageHeader's (uncompressed_page_size, compressed_page_size); the rest is skipped.
+    fn page_sizes(&mut self) -> TResult<(u64, u64)> {
+        let (mut uncompressed, mut compressed) = (None, None);
+        let mut last = 0;
+        while let Some((id, t)) = self.field(&mut last)? {
+            match (id, t) {
+                (2, 5) => uncompressed = Some(self.zigzag()?),
+                (3, 5) => compressed = Some(self.zigzag()?),
+                _ => self.skip(t, 1)?,
+            }
+        }
+        match (uncompressed, compressed) {
+            (Some(u), Some(c)) if u >= 0 && c >= 0 => Ok((u as u64, c as u64)),
+            _ => Err("page sizes missing or negative".into()),
+        }
+    }
+
+    /// The nesting depth of FileMetaData's schema (field 2: a depth-first list of elements,
+    /// each group naming its number of children in field 5).
+    fn schema_depth(&mut self) -> TResult<usize> {
+        let mut last = 0;
+        while let Some((id, t)) = self.field(&mut last)? {
+            if id != 2 || t != 9 {
+                self.skip(t, 1)?;
+                continue;
+            }
+            let (et, n) = self.list_header()?;
+            if et != 12 {
+                return Err("schema is not a list of structs".into());
+            }
+            // open groups: children still expected at each level
+            let mut open: Vec<u64> = Vec::new();
+            let mut deepest = 0;
+            for _ in 0..n {
+                while open.last() == Some(&0) {
+                    open.pop();
+                }
+                if let Some(top) = open.last_mut() {
+                    *top -= 1;
+                }
+                let mut children = 0u64;
+                let mut last = 0;
+                while let Some((fid, ft)) = self.field(&mut last)? {
+                    match (fid, ft) {
+                        (5, 5) => children = self.zigzag()?.max(0) as u64,
+                        _ => self.skip(ft, 2)?,
+                    }
+                }
+                if children > 0 {
+                    open.push(children);
+                    deepest = deepest.max(open.len());
+                }
+            }
+            return Ok(deepest);
+        }
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_sizes_and_bounds() {
+        // type=DATA_PAGE(0), uncompressed=300, compressed=120, then a crc and stop
+        let header = [0x15, 0x00, 0x15, 0xd8, 0x04, 0x15, 0xf0, 0x01, 0x15, 0x02, 0x00];
+        assert_eq!(Thrift::new(&header[..], header.len() as u64).page_sizes(), Ok((300, 120)));
+        // a binary field claiming more bytes than are left
+        let lying = [0x18, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00];
+        assert!(Thrift::new(&lying[..], lying.len() as u64).page_sizes().unwrap_err().contains("only"));
+        // a stream that ends inside the header
+        assert!(Thrift::new(&header[..4], 4).page_sizes().is_err());
+    }
+}

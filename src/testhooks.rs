@@ -1,0 +1,25 @@
+//! Test-only switches, read from the environment (never set in production): they let the
+//! tests show that each guard is what holds its property, and stop a run at a chosen point.
+//! - `GENCOMPACT_TEST_DISABLE_GUARDS=a,b`: turn guards off: `input` (hostile-input checks,
+//!   `guard`), `tmp-names` (outputs written under their final names at once), `cleanup` (a
+//!   failed call leaves its files), `exclusive` (outputs opened through existing paths).
+//! - `GENCOMPACT_TEST_PAUSE_AT=point`: the first time the run reaches `point` (`read`: a batch
+//!   was read, nothing written; `row-group`: a row group written, its file still open;
+//!   `between-files`: a file closed, the next not opened; `verify`; `publish`: the first output
+//!   has its final name, the others not) it says so on stderr and sleeps, to be killed there.
+//!
+//! Memory: none.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub fn disabled(guard: &str) -> bool {
+    std::env::var("GENCOMPACT_TEST_DISABLE_GUARDS").is_ok_and(|v| v.split(',').any(|g| g.trim() == guard))
+}
+
+pub fn pause(point: &str) {
+    static PAUSED: AtomicBool = AtomicBool::new(false);
+    if std::env::var("GENCOMPACT_TEST_PAUSE_AT").is_ok_and(|p| p == point) && !PAUSED.swap(true, Ordering::SeqCst) {
+        eprintln!("gencompact-test: paused at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
