@@ -12,9 +12,9 @@ const path = require('path')
 const { spawn } = require('child_process')
 const hyp = require('./helpers/hyp')
 const { openDuck } = require('./helpers/duck')
+const { CHILD } = require('./helpers/spawn')
 const { makeTmpDir, removeDir, hashFiles } = require('./helpers/fsutil')
 
-const CHILD = path.join(__dirname, 'helpers', 'child.js')
 // small files and row groups: several files, each of several row groups
 const OPTS = { targetFileBytes: 256 << 10, batchBytes: 1 << 20, batchRows: 200 }
 

@@ -1,7 +1,9 @@
 'use strict'
-// Disk full and hostile paths: on a 1 MiB tmpfs that fills up mid-run the call rejects with
-// ERR_IO saying "disk full", removes its files, and succeeds once space is back; temporary files
-// are created exclusively, never through an existing path or a symlink planted in outDir.
+// Disk full, unwritable outDirs and hostile paths: on a 1 MiB tmpfs that fills up mid-run the call
+// rejects with ERR_IO saying "disk full", removes its files, and succeeds once space is back; a
+// read-only outDir is ERR_IO; temporary files are created exclusively, never through an existing
+// path or a symlink planted in outDir. With the `cleanup` or `exclusive` guard switched off (in a
+// child process) the same checks fail: files are left behind, the symlink is written through.
 
 const fs = require('fs')
 const path = require('path')
@@ -10,10 +12,12 @@ const { compactGeneration } = require('..')
 const hyp = require('./helpers/hyp')
 const { makeTmpDir, removeDir, hashFiles } = require('./helpers/fsutil')
 const { expectCompactError } = require('./helpers/assertions')
+const { runInChild } = require('./helpers/spawn')
 
 let tmp
 let gen
 let mnt
+let ro
 
 beforeAll(async () => {
   tmp = makeTmpDir('diskfull')
@@ -22,14 +26,20 @@ beforeAll(async () => {
   fs.mkdirSync(mnt)
   // a real small filesystem (the suite runs as root: CI and this machine)
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt])
+  ro = path.join(tmp, 'readonly')
+  fs.mkdirSync(ro)
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', ro])
 })
 
 afterAll(() => {
-  if (mnt) {
-    try { execFileSync('umount', [mnt]) } catch { /* not mounted */ }
+  for (const m of [mnt, ro]) {
+    if (!m) continue
+    try { execFileSync('umount', [m]) } catch { /* not mounted */ }
   }
   removeDir(tmp)
 })
+
+const freeBytes = dir => Number(execFileSync('df', ['--output=avail', '-B1', dir], { encoding: 'utf8' }).trim().split('\n').pop())
 
 describe('disk full', () => {
   test('rejects with ERR_IO "disk full", leaves nothing, and the next call succeeds once space is back', async () => {
@@ -40,12 +50,33 @@ describe('disk full', () => {
     })
     expect(err.message).toContain(mnt)
     expect(fs.readdirSync(mnt)).toEqual([])
-    const free = Number(execFileSync('df', ['--output=avail', '-B1', mnt], { encoding: 'utf8' }).trim().split('\n').pop())
-    expect(free).toBeGreaterThan(0.95 * 2 ** 20) // every byte of the failed call was given back
+    expect(freeBytes(mnt)).toBeGreaterThan(0.95 * 2 ** 20) // every byte of the failed call was given back
     // space is back (the failed call's files are gone, and zstd output fits): the same call succeeds
     const r = await compactGeneration(gen.files, { outDir })
     expect(r.rowsWritten).toBe(gen.rows)
     expect(fs.readdirSync(outDir).every(n => n.endsWith('.parquet'))).toBe(true)
+    fs.rmSync(outDir, { recursive: true })
+  })
+
+  test('with the cleanup guard off, the failed call leaves its files behind (so the check can fail)', () => {
+    const outDir = path.join(mnt, 'unguarded')
+    const outcome = runInChild(gen.files, { outDir, compression: 'none' }, { GENCOMPACT_TEST_DISABLE_GUARDS: 'cleanup' })
+    expect(outcome).toEqual(expect.objectContaining({ phase: 'rejected', code: 'ERR_IO', message: expect.stringMatching(/disk full/) }))
+    expect(fs.readdirSync(outDir).length).toBeGreaterThan(0)
+    expect(freeBytes(mnt)).toBeLessThan(0.5 * 2 ** 20)
+    fs.rmSync(outDir, { recursive: true })
+  })
+})
+
+describe('unwritable outDir', () => {
+  test.each([
+    ['an existing directory on a read-only filesystem', () => ro],
+    ['a directory to be created on a read-only filesystem', () => path.join(ro, 'sub', 'dir')],
+  ])('%s: ERR_IO naming it, nothing written', async (_name, dir) => {
+    const outDir = dir()
+    const err = await expectCompactError(() => compactGeneration(gen.files, { outDir }), { code: 'ERR_IO', outDir, inputs: gen.files })
+    expect(err.message).toContain(ro)
+    expect(fs.readdirSync(ro)).toEqual([])
   })
 })
 
@@ -62,6 +93,16 @@ describe('hostile paths in outDir', () => {
     expect(fs.readFileSync(victim, 'utf8')).toBe('keep me')
     expect(fs.lstatSync(path.join(outDir, 'evil-00000.parquet.tmp')).isSymbolicLink()).toBe(true)
     expect(fs.readdirSync(outDir)).toEqual(['evil-00000.parquet.tmp'])
+  })
+
+  test('with the exclusive guard off, the planted symlink is written through (so the check can fail)', () => {
+    const outDir = path.join(tmp, 'planted-unguarded')
+    fs.mkdirSync(outDir)
+    const victim = path.join(tmp, 'victim-unguarded.txt')
+    fs.writeFileSync(victim, 'keep me')
+    fs.symlinkSync(victim, path.join(outDir, 'evil-00000.parquet.tmp'))
+    runInChild(gen.files, { outDir, fileNamePrefix: 'evil' }, { GENCOMPACT_TEST_DISABLE_GUARDS: 'exclusive' })
+    expect(fs.readFileSync(victim).subarray(0, 4).toString()).toBe('PAR1')
   })
 
   test('a symlink planted at a spill file name is never written through either', async () => {

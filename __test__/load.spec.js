@@ -6,6 +6,7 @@
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
+const { spawnSync } = require('child_process')
 const { monitorEventLoopDelay } = require('perf_hooks')
 const { compactGeneration } = require('..')
 const hyp = require('./helpers/hyp')
@@ -62,6 +63,16 @@ describe('8 concurrent calls from one process', () => {
       expect(b).toEqual(a)
     }
     expect(leftovers(tmp)).toEqual([])
+  })
+
+  test('with the gate opened to 8 calls (its switch), more calls than cores run at once (so the check can fail)', () => {
+    const groups = Array.from({ length: 8 }, (_, i) => gen.files.filter((_, j) => j % 8 === i))
+    const r = spawnSync(process.execPath, [path.join(__dirname, 'helpers', 'concurrent.js'), JSON.stringify({
+      groups, outDir: path.join(tmp, 'ungated'), opts: { sortBy: [{ column: 'ts' }], batchBytes: 2 << 20 },
+    })], { env: { ...process.env, GENCOMPACT_MAX_CONCURRENT_CALLS: '8' }, encoding: 'utf8' })
+    const { maxActive, rowsWritten } = JSON.parse(r.stdout.trim().split('\n').pop())
+    expect(rowsWritten).toBe(gen.rows)
+    expect(maxActive).toBeGreaterThan(os.availableParallelism())
   })
 })
 

@@ -6,9 +6,9 @@
 // environment switch, so each faulty call runs in a child process (helpers/child.js).
 
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { compactGeneration } = require('..')
 const hyp = require('./helpers/hyp')
+const { runInChild } = require('./helpers/spawn')
 const { makeTmpDir, removeDir, ourFiles, hashFiles } = require('./helpers/fsutil')
 
 let tmp
@@ -23,11 +23,7 @@ afterAll(() => removeDir(tmp))
 
 /** The outcome ({ phase: 'resolved' | 'rejected', ... }) of one call run with the fault switched on. */
 function withFault(fault, opts) {
-  const child = path.join(__dirname, 'helpers', 'child.js')
-  const r = spawnSync(process.execPath, [child, JSON.stringify({ files: gen.files, opts })], {
-    env: { ...process.env, GENCOMPACT_TEST_FAULT: fault }, encoding: 'utf8',
-  })
-  return JSON.parse(r.stdout.trim().split('\n').pop())
+  return runInChild(gen.files, opts, { GENCOMPACT_TEST_FAULT: fault })
 }
 
 describe.each([

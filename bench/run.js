@@ -9,6 +9,7 @@
 //                            duckdb-noshred-sorted (default: the first four)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
 //     --row-group-size N --dup-rate X      generator options (default: the seed shape)
+//     --shuffle              rows in random ts order within each row group (unsorted runs)
 //     --input list.json      use these files (JSON array or {files}) instead of generating
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
@@ -35,7 +36,7 @@
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { listParquet } = require('./files')
+const { listParquet, writeSection } = require('./files')
 const { spawn, execFileSync } = require('child_process')
 
 const ROOT = path.resolve(__dirname, '..')
@@ -100,6 +101,7 @@ function parseArgs(argv) {
       case '--row-bytes': a.gen.rowBytes = num(next(), f); break
       case '--row-group-size': a.genExtra.rowGroupSize = num(next(), f); break
       case '--dup-rate': a.genExtra.dupRate = num(next(), f); break
+      case '--shuffle': a.genExtra.shuffle = 1; break
       case '--input': a.input = path.resolve(next()); break
       case '--dedupe': a.dedupe = true; break
       case '--partition': a.partition = true; break
@@ -512,16 +514,8 @@ function summarize(xs) {
   return { files: xs.length, min: Math.min(...xs), median: median(xs), max: Math.max(...xs) }
 }
 
-function writeSection(section, body) {
-  const begin = `<!-- bench:${section} begin -->`
-  const end = `<!-- bench:${section} end -->`
-  const block = `${begin}\n${body.trim()}\n${end}`
-  let text = fs.existsSync(RESULTS) ? fs.readFileSync(RESULTS, 'utf8') : '# Benchmark results\n\nSections are rewritten by `node bench/run.js`; text outside the markers is kept.\n'
-  const i = text.indexOf(begin)
-  const j = text.indexOf(end)
-  if (i >= 0 && j > i) text = text.slice(0, i) + block + text.slice(j + end.length)
-  else text = text.replace(/\s*$/, '\n\n') + block + '\n'
-  fs.writeFileSync(RESULTS, text)
+function writeResults(section, body) {
+  writeSection(RESULTS, section, body, '# Benchmark results\n\nSections are rewritten by `node bench/run.js`; text outside the markers is kept.')
 }
 
 // ---------------------------------------------------------------- main
@@ -582,7 +576,7 @@ async function main() {
   const report = buildReport({ args, input, results, verify, machine: machineSummary(), duckdbVersion, command, started, idle })
   console.log('\n' + report)
   if (args.write) {
-    writeSection(args.section, report)
+    writeResults(args.section, report)
     console.error(`wrote section "${args.section}" of ${path.relative(process.cwd(), RESULTS)}`)
   }
   fs.writeFileSync(path.join(OUT, `last-${args.section}.json`), JSON.stringify({ args, input: { ...input, files: input.files.length }, results }, null, 1))

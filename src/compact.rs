@@ -191,9 +191,30 @@ fn shrink(batch: Batch, keep: &BooleanArray) -> Result<Batch> {
 }
 
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).
+/// Afterwards the memory the call freed is handed back to the OS (see `release_free_memory`).
 pub fn run_guarded(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
-    guard(|| compact(files, opts, cancel, progress))
+    let outcome = guard(|| compact(files, opts, cancel, progress));
+    release_free_memory();
+    outcome
 }
+
+/// glibc keeps memory freed by a thread in that thread's malloc arena for reuse; in a
+/// long-lived server the pool threads would each keep the high-water mark of the largest call
+/// they ran. `malloc_trim(0)` returns the free pages of every arena to the OS.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: glibc's malloc_trim only touches the allocator's own free lists; no arguments
+    // beyond the pad, which 0 makes minimal.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}
 
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {

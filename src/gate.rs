@@ -1,52 +1,34 @@
-//! Gate: how concurrent calls share the machine. Each call runs on one thread; at most
-//! `limit()` calls run at once (by default the number of cores, `GENCOMPACT_MAX_CONCURRENT_CALLS`
-//! overrides it), the others wait in arrival order on their own (idle) blocking thread, so
-//! peak memory is that many single-call bounds however many calls the server starts, and the
-//! event loop never waits. A queued call still honours its abort signal.
+//! Gate: how concurrent calls share the machine. Each call runs on one blocking thread; at
+//! most `limit()` calls run at once (by default the number of cores,
+//! `GENCOMPACT_MAX_CONCURRENT_CALLS` overrides it). The others wait in arrival order as futures
+//! on the addon's async runtime — without a thread of their own, so N queued calls cost N small
+//! futures, and the blocking pool (and the allocator arenas its threads use) never grows past
+//! the limit. Peak memory is that many single-call bounds however many calls the server
+//! starts, and the event loop never waits. A queued call still honours its abort signal.
 //!
-//! Memory: a counter and a queue position per waiting call.
+//! Memory: a semaphore, and one queue entry per waiting call.
 
 use crate::error::{CompactError, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::collections::BTreeSet;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How often a waiting call looks at its abort flag.
 const ABORT_POLL: Duration = Duration::from_millis(20);
 
-struct State {
-    running: usize,
-    /// Tickets handed out and the next ticket allowed in (first come, first served).
-    issued: u64,
-    serving: u64,
-    /// Tickets whose call was aborted while it waited: skipped when their turn comes.
-    abandoned: BTreeSet<u64>,
-}
-
-impl State {
-    fn skip_abandoned(&mut self) {
-        while self.abandoned.remove(&self.serving) {
-            self.serving += 1;
-        }
-    }
-}
-
 pub struct Gate {
     limit: usize,
-    state: Mutex<State>,
-    turn: Condvar,
+    slots: Arc<Semaphore>,
 }
 
 /// A running call's place; dropping it lets the next call in.
-pub struct Permit<'a> {
-    gate: &'a Gate,
-}
+pub type Permit = OwnedSemaphorePermit;
 
 impl Gate {
     pub fn new(limit: usize) -> Self {
-        let state = State { running: 0, issued: 0, serving: 0, abandoned: BTreeSet::new() };
-        Gate { limit: limit.max(1), state: Mutex::new(state), turn: Condvar::new() }
+        let limit = limit.max(1);
+        Gate { limit, slots: Arc::new(Semaphore::new(limit)) }
     }
 
     /// The process-wide gate of the N-API entry point.
@@ -59,37 +41,21 @@ impl Gate {
         self.limit
     }
 
-    /// Blocks until this call may run, or until `cancel` is set (`ERR_ABORTED`).
-    pub fn enter(&self, cancel: &AtomicBool) -> Result<Permit<'_>> {
-        let poisoned = || CompactError::Internal("call gate poisoned".into());
-        let mut state = self.state.lock().map_err(|_| poisoned())?;
-        let ticket = state.issued;
-        state.issued += 1;
+    /// Waits (first come, first served) until this call may run, or until `cancel` is set
+    /// (`ERR_ABORTED`). Must run on a tokio runtime with its timer enabled.
+    pub async fn enter(&self, cancel: &AtomicBool) -> Result<Permit> {
+        // One acquire future, polled until it completes: the call keeps its place in the queue.
+        let mut acquire = Box::pin(self.slots.clone().acquire_owned());
         loop {
-            state.skip_abandoned();
-            if state.serving == ticket && state.running < self.limit {
-                state.serving += 1;
-                state.running += 1;
-                self.turn.notify_all();
-                return Ok(Permit { gate: self });
-            }
             if cancel.load(Ordering::Relaxed) {
-                state.abandoned.insert(ticket);
-                state.skip_abandoned();
-                self.turn.notify_all();
                 return Err(CompactError::Aborted);
             }
-            state = self.turn.wait_timeout(state, ABORT_POLL).map_err(|_| poisoned())?.0;
+            match tokio::time::timeout(ABORT_POLL, &mut acquire).await {
+                Ok(Ok(permit)) => return Ok(permit),
+                Ok(Err(_)) => return Err(CompactError::Internal("call gate closed".into())),
+                Err(_) => continue,
+            }
         }
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut state) = self.gate.state.lock() {
-            state.running -= 1;
-        }
-        self.gate.turn.notify_all();
     }
 }
 
@@ -105,41 +71,54 @@ fn configured_limit() -> usize {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
 
     #[test]
-    fn at_most_limit_calls_run_and_a_waiting_call_can_abort() {
+    fn at_most_limit_calls_run_in_arrival_order_and_a_waiting_call_can_abort() {
+        let rt = runtime();
         let gate = Arc::new(Gate::new(2));
         let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let threads: Vec<_> = (0..8)
-            .map(|_| {
-                let (gate, running, peak) = (gate.clone(), running.clone(), peak.clone());
-                std::thread::spawn(move || {
-                    let _p = gate.enter(&AtomicBool::new(false)).unwrap();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        rt.block_on(async {
+            let mut tasks = Vec::new();
+            for i in 0..8 {
+                let (gate, running, peak, order) = (gate.clone(), running.clone(), peak.clone(), order.clone());
+                tasks.push(tokio::spawn(async move {
+                    let permit = gate.enter(&AtomicBool::new(false)).await.unwrap();
+                    order.lock().unwrap().push(i);
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(20));
+                    tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(30))).await.unwrap();
                     running.fetch_sub(1, Ordering::SeqCst);
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+                    drop(permit);
+                }));
+                // arrivals 5 ms apart: a defined order
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
         assert_eq!(peak.load(Ordering::SeqCst), 2);
+        assert_eq!(*order.lock().unwrap(), (0..8).collect::<Vec<_>>());
 
         // Both places taken: a third call waits, aborts, and a fourth still gets in afterwards.
-        let a = gate.enter(&AtomicBool::new(false)).unwrap();
-        let b = gate.enter(&AtomicBool::new(false)).unwrap();
-        let cancel = Arc::new(AtomicBool::new(false));
-        let waiting = {
-            let (gate, cancel) = (gate.clone(), cancel.clone());
-            std::thread::spawn(move || gate.enter(&cancel).map(|_| ()).map_err(|e| e.code()))
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        cancel.store(true, Ordering::SeqCst);
-        assert_eq!(waiting.join().unwrap(), Err("ERR_ABORTED"));
-        drop((a, b));
-        assert!(gate.enter(&AtomicBool::new(false)).is_ok());
+        rt.block_on(async {
+            let a = gate.enter(&AtomicBool::new(false)).await.unwrap();
+            let b = gate.enter(&AtomicBool::new(false)).await.unwrap();
+            let cancel = Arc::new(AtomicBool::new(false));
+            let waiting = {
+                let (gate, cancel) = (gate.clone(), cancel.clone());
+                tokio::spawn(async move { gate.enter(&cancel).await.map(|_| ()).map_err(|e| e.code()) })
+            };
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            cancel.store(true, Ordering::SeqCst);
+            assert_eq!(waiting.await.unwrap(), Err("ERR_ABORTED"));
+            drop((a, b));
+            assert!(gate.enter(&AtomicBool::new(false)).await.is_ok());
+        });
     }
 }

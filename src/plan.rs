@@ -5,7 +5,7 @@
 //! their metadata.
 
 use crate::error::{CompactError, Result};
-use crate::guard::GuardedInput;
+use crate::guard::{contain, GuardedInput};
 use crate::unify::unify;
 use parquet::file::reader::Length;
 use std::collections::HashMap;
@@ -71,7 +71,9 @@ pub fn load_metadata(path: &Path, file: &GuardedInput, hint: Option<SchemaRef>) 
     if let Some(schema) = hint {
         options = options.with_schema(schema);
     }
-    let meta = ArrowReaderMetadata::load(file, options).map_err(|e| CompactError::corrupt(path, None, e))?;
+    let meta = contain(|| ArrowReaderMetadata::load(file, options))
+        .map_err(|panic| CompactError::corrupt(path, None, panic))?
+        .map_err(|e| CompactError::corrupt(path, None, e))?;
     file.check_metadata(path, meta.metadata())?;
     Ok(meta)
 }

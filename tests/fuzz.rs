@@ -300,6 +300,15 @@ fn check(dir: &Path, case: &str, bytes: &[u8], valid: Option<&Path>, tally: &mut
     let peak = PEAK.load(Ordering::SeqCst).saturating_sub(base);
     tally.peak = tally.peak.max(peak);
     assert!(peak <= BOUND, "{case}: the call allocated {peak} bytes at its peak, above the bound of {BOUND}");
+    if let (Err(CompactError::InputCorrupt { msg, .. }), Ok(_)) = (&result, std::env::var("GENCOMPACT_WRITE_CORPUS")) {
+        // a contained parquet-rs panic: keep one case per panic message in the regression corpus
+        if let Some(panic) = msg.split("the decoder failed: ").nth(1) {
+            let name = format!("panic-{:016x}.parquet", hash(panic.as_bytes()));
+            if !corpus_dir().join(&name).exists() {
+                std::fs::write(corpus_dir().join(name), bytes).unwrap();
+            }
+        }
+    }
     match &result {
         Ok(_) => tally.ok += 1,
         Err(e @ CompactError::InputCorrupt { path, .. }) => {
