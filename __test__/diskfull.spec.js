@@ -80,13 +80,19 @@ describe('unwritable outDir', () => {
   })
 })
 
+/** A fresh outDir `dir` holding a symlink `name` to a victim file outside it; returns both paths. */
+function plant(dir, name, text) {
+  const outDir = path.join(tmp, dir)
+  fs.mkdirSync(outDir)
+  const victim = path.join(tmp, `victim-${dir}.txt`)
+  fs.writeFileSync(victim, text)
+  fs.symlinkSync(victim, path.join(outDir, name))
+  return { outDir, victim }
+}
+
 describe('hostile paths in outDir', () => {
   test('a symlink planted at a temporary file name is never written through', async () => {
-    const outDir = path.join(tmp, 'planted')
-    fs.mkdirSync(outDir)
-    const victim = path.join(tmp, 'victim.txt')
-    fs.writeFileSync(victim, 'keep me')
-    fs.symlinkSync(victim, path.join(outDir, 'evil-00000.parquet.tmp'))
+    const { outDir, victim } = plant('planted', 'evil-00000.parquet.tmp', 'keep me')
     await expectCompactError(() => compactGeneration(gen.files, { outDir, fileNamePrefix: 'evil' }), {
       code: 'ERR_IO', inputs: gen.files, mentions: ['evil-00000.parquet.tmp'],
     })
@@ -96,21 +102,13 @@ describe('hostile paths in outDir', () => {
   })
 
   test('with the exclusive guard off, the planted symlink is written through (so the check can fail)', () => {
-    const outDir = path.join(tmp, 'planted-unguarded')
-    fs.mkdirSync(outDir)
-    const victim = path.join(tmp, 'victim-unguarded.txt')
-    fs.writeFileSync(victim, 'keep me')
-    fs.symlinkSync(victim, path.join(outDir, 'evil-00000.parquet.tmp'))
+    const { outDir, victim } = plant('planted-unguarded', 'evil-00000.parquet.tmp', 'keep me')
     runInChild(gen.files, { outDir, fileNamePrefix: 'evil' }, { GENCOMPACT_TEST_DISABLE_GUARDS: 'exclusive' })
     expect(fs.readFileSync(victim).subarray(0, 4).toString()).toBe('PAR1')
   })
 
   test('a symlink planted at a spill file name is never written through either', async () => {
-    const outDir = path.join(tmp, 'planted-spill')
-    fs.mkdirSync(outDir)
-    const victim = path.join(tmp, 'victim-spill.txt')
-    fs.writeFileSync(victim, 'keep me too')
-    fs.symlinkSync(victim, path.join(outDir, 'sp-spill-00000.arrow.tmp'))
+    const { outDir, victim } = plant('planted-spill', 'sp-spill-00000.arrow.tmp', 'keep me too')
     const before = hashFiles(gen.files)
     const r = await compactGeneration(gen.files, { outDir, fileNamePrefix: 'sp', sortBy: [{ column: 'ts' }], batchBytes: 1 << 20 })
     expect(r.rowsWritten).toBe(gen.rows) // the taken name is skipped, the next one used

@@ -128,11 +128,14 @@ impl GuardedInput {
         Ok(())
     }
 
-    fn check_page_header(&self, start: u64) -> std::result::Result<(), String> {
-        let mut f = self.file.try_clone().map_err(|e| e.to_string())?;
-        f.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
-        let mut r = Thrift::new(BufReader::new(f), self.len.saturating_sub(start));
-        let (uncompressed, compressed) = r.page_sizes().map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
+    /// Reads the page header at the reader's position and checks its sizes, then moves the
+    /// reader back to the header's start (within its buffer: no new read) for parquet-rs.
+    fn check_page_header(&self, start: u64, input: &mut BufReader<File>) -> std::result::Result<(), String> {
+        let left = self.len.saturating_sub(start).min(MAX_PAGE_HEADER);
+        let mut thrift = Thrift::new(&mut *input, left);
+        let sizes = thrift.page_sizes();
+        let consumed = left - thrift.left;
+        let (uncompressed, compressed) = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
         if uncompressed > self.page_cap {
             return Err(format!(
                 "page at offset {start} declares {uncompressed} bytes uncompressed, more than the {} a page may hold in this call (batchBytes + 64 MiB)",
@@ -142,9 +145,12 @@ impl GuardedInput {
         if compressed > self.len.saturating_sub(start) {
             return Err(format!("page at offset {start} declares {compressed} bytes, past the end of the file ({} bytes)", self.len));
         }
-        Ok(())
+        input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
     }
 }
+
+/// The largest page header accepted (headers carry sizes, encodings and optional statistics).
+const MAX_PAGE_HEADER: u64 = 16 << 20;
 
 impl Length for GuardedInput {
     fn len(&self) -> u64 {
@@ -156,12 +162,16 @@ impl ChunkReader for GuardedInput {
     type T = BufReader<File>;
 
     /// parquet-rs reads page headers through this, and the file's last 8 bytes (footer length
-    /// and magic), which are too short to hold a page header claiming anything.
+    /// and magic), which are too short to hold a page header claiming anything. The header is
+    /// read through the same buffered handle that is handed on.
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let mut file = self.file.try_clone()?;
+        file.seek(SeekFrom::Start(start))?;
+        let mut input = BufReader::new(file);
         if self.enabled && start.saturating_add(8) < self.len {
-            self.check_page_header(start).map_err(ParquetError::General)?;
+            self.check_page_header(start, &mut input).map_err(ParquetError::General)?;
         }
-        self.file.get_read(start)
+        Ok(input)
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
