@@ -219,13 +219,6 @@ fn release_free_memory() {}
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(CompactError::Internal(format!("panic: {msg}")))
-        }
+        Err(payload) => Err(CompactError::Internal(format!("panic: {}", crate::guard::panic_message(&*payload)))),
     }
 }
