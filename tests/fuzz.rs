@@ -358,7 +358,11 @@ fn mutated_inputs_reject_cleanly_within_the_memory_bound() {
     if std::env::var("GENCOMPACT_WRITE_CORPUS").is_ok() {
         write_corpus();
     }
-    let mut corpus: Vec<PathBuf> = std::fs::read_dir(corpus_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut corpus: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
     corpus.sort();
     assert!(corpus.len() >= 3, "the regression corpus is missing");
     for p in &corpus {
