@@ -11,9 +11,19 @@
 //! Memory: none.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
+/// Read once per process (it is consulted per batch and per file; tests set it in child processes).
 pub fn disabled(guard: &str) -> bool {
-    std::env::var("GENCOMPACT_TEST_DISABLE_GUARDS").is_ok_and(|v| v.split(',').any(|g| g.trim() == guard))
+    static DISABLED: OnceLock<Vec<String>> = OnceLock::new();
+    DISABLED
+        .get_or_init(|| {
+            std::env::var("GENCOMPACT_TEST_DISABLE_GUARDS")
+                .map(|v| v.split(',').map(|g| g.trim().to_string()).collect())
+                .unwrap_or_default()
+        })
+        .iter()
+        .any(|g| g == guard)
 }
 
 pub fn pause(point: &str) {
