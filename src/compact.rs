@@ -9,7 +9,7 @@ use crate::error::{CompactError, Result};
 use crate::options::Options;
 use crate::plan::build_plan;
 use crate::group::group;
-use crate::partition::Partitioner;
+use crate::iceberg::partition::Partitioner;
 use crate::read::{check_cancel, read_segments, Batch, ReadLimits};
 use arrow_array::BooleanArray;
 use crate::report::{build_report, CompactReport};

@@ -6,7 +6,7 @@
 //! Memory: the partition columns of one batch; per tuple, the list of its row groups.
 
 use crate::error::Result;
-use crate::partition::Partitioner;
+use crate::iceberg::partition::Partitioner;
 use crate::plan::Plan;
 use crate::read::{all_segments, read_segments, ReadLimits, Segment};
 use std::sync::atomic::AtomicBool;

@@ -12,11 +12,10 @@ pub mod error;
 pub mod gate;
 pub mod group;
 pub mod guard;
+pub mod iceberg;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
-pub mod metrics;
 pub mod options;
-pub mod partition;
 pub mod plan;
 pub mod read;
 pub mod report;

@@ -3,7 +3,7 @@
 //! Memory: nothing beyond the options themselves.
 
 use crate::error::{CompactError, Result};
-use crate::partition::{PartitionField, Transform};
+use crate::iceberg::partition::{PartitionField, Transform};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use std::path::PathBuf;
 

@@ -1,8 +1,8 @@
 //! Report: the call's result, derived from the footers the writer produced (no second pass
 //! over the data). Memory: one entry per output file and top-level column.
 
-use crate::metrics::{column_bounds, BoundValue};
-use crate::partition::PartitionValue;
+use crate::iceberg::metrics::{column_bounds, BoundValue};
+use crate::iceberg::partition::PartitionValue;
 use crate::plan::Plan;
 use crate::write::WrittenFile;
 use parquet::file::metadata::ParquetMetaData;

@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Schema, TimeUnit};
 use common::*;
 use gencompact::compact;
 use gencompact::options::SortKey;
-use gencompact::partition::{PartitionField, PartitionValue, Transform};
+use gencompact::iceberg::partition::{PartitionField, PartitionValue, Transform};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::{ParquetMetaDataReader, SortingColumn};

@@ -172,7 +172,7 @@ fn encode(d: &ColumnDescriptor, v: BoundValue) -> (BoundValue, Vec<u8>) {
             _ => None,
         };
         if let Some(u) = unscaled {
-            return (BoundValue::String(format_decimal(u, dec.scale)), crate::partition::decimal_bytes(u));
+            return (BoundValue::String(format_decimal(u, dec.scale)), crate::iceberg::partition::decimal_bytes(u));
         }
     }
     let bytes = match (&v, d.physical_type()) {
