@@ -35,7 +35,7 @@ export interface ColumnMetrics {
  * is one of `ERR_INVALID_OPTIONS`, `ERR_INPUT_NOT_FOUND`, `ERR_INPUT_CORRUPT`,
  * `ERR_SCHEMA_CONFLICT`, `ERR_IO`, `ERR_ABORTED`, `ERR_VERIFY_FAILED`, `ERR_INTERNAL`.
  */
-export declare function compactGeneration(files: string[], opts: CompactOptions): Promise<CompactResult>
+export declare function compactGeneration(files: Array<string | InputFile>, opts: CompactOptions): Promise<CompactResult>
 
 /** Options of `compactGeneration` (the TypeScript shape; values are validated in Rust). */
 export interface CompactOptions {
@@ -59,11 +59,36 @@ export interface CompactOptions {
    * Created if missing (and removed again); run files are removed on success and failure.
    */
   tmpDir?: string
-  partitionBy?: Array<{ column: string; transform?: string }>
+  /**
+   * Iceberg partition spec: `transform` one of identity (default), year, month, day, hour,
+   * bucket[N], truncate[W]; `name` the partition field name (default Iceberg's: `date_day`
+   * for day(date), the column itself for identity). No output file spans two tuples.
+   */
+  partitionBy?: Array<{ column: string; transform?: string; name?: string }>
+  /**
+   * Keep the first row of each value of this column (in `files` order, then row order) and
+   * drop later ones; a null key never equals anything (every null-key row is kept).
+   */
   dedupeBy?: string
-  /** Default 'zstd' (level 3 unless `compressionLevel` says otherwise). */
+  /**
+   * Default: the inputs' own codec (the one holding the most input bytes; zstd at level 3
+   * when that is zstd), so the table keeps a codec its readers already decode.
+   */
   compression?: 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'
+  /** A level for `compression` (zstd 1-22, gzip 0-9); needs `compression`. */
   compressionLevel?: number
+  /**
+   * Rows whose `column` — or the value at object `path` inside a VARIANT or JSON-string
+   * column — equals `equals` are written to the side Parquet file `to` (same schema and
+   * codec; created only when a row matches; must not exist) instead of the data files.
+   * Applied after deletes, before dedupe.
+   */
+  divert?: { column: string; path?: string[]; equals: string | number | boolean; to: string }
+  /**
+   * Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
+   * the output's absolute path.
+   */
+  outLocation?: string
   /** Output files are `<prefix>-<n>.parquet`. Default: random per call. */
   fileNamePrefix?: string
   /**
@@ -78,12 +103,80 @@ export interface CompactOptions {
 export interface CompactResult {
   files: Array<OutputFile>
   inputFiles: number
+  /**
+   * Rows decoded from the data files, deleted ones included:
+   * rowsRead = rowsDeleted + (diverted?.rows ?? 0) + duplicatesDropped + rowsWritten.
+   */
   rowsRead: number
+  /** Rows removed by the table's deletes (each row once). */
+  rowsDeleted: number
+  /** Rows in the returned data files. */
   rowsWritten: number
   duplicatesDropped: number
+  /** Present when `divert` was given. */
+  diverted?: DivertedFile
   bytesRead: number
   bytesWritten: number
   elapsedMs: number
+}
+
+/**
+ * `{ kind: 'position', path }` (a position-delete Parquet file), `{ kind: 'deletion-vector',
+ * path, offset, length }` (a Puffin `deletion-vector-v1` blob, located as the manifest records
+ * it) or `{ kind: 'equality', path, fieldIds }` (an equality-delete Parquet file).
+ */
+export interface DeleteSource {
+  kind: 'position' | 'deletion-vector' | 'equality'
+  path: string
+  offset?: number
+  length?: number
+  fieldIds?: Array<number>
+}
+
+/** The `divert` side file. */
+export interface DivertedFile {
+  /** `divert.to`; it exists only when `rows` > 0. */
+  path: string
+  rows: number
+}
+
+/**
+ * The file as the Iceberg DataFile record a manifest writer takes (the spec's field names;
+ * counts as BigInt; metric maps keyed by field id).
+ */
+export interface IcebergDataFile {
+  content: 0
+  file_path: string
+  file_format: 'parquet'
+  /**
+   * By partition field name; `long` and timestamps (µs) as BigInt, `binary`/`fixed` as
+   * Buffer, `int`, dates (days) and the year/month/day/hour/bucket results as numbers.
+   */
+  partition: Record<string, unknown>
+  record_count: bigint
+  file_size_in_bytes: bigint
+  column_sizes: Record<number, bigint>
+  value_counts: Record<number, bigint>
+  null_value_counts: Record<number, bigint>
+  nan_value_counts: Record<number, bigint>
+  /** Iceberg single-value encoding, truncated as Iceberg does. */
+  lower_bounds: Record<number, Buffer>
+  upper_bounds: Record<number, Buffer>
+  split_offsets: Array<bigint>
+  sort_order_id: number
+}
+
+/** A data file of the generation with the deletes that apply to it. */
+export interface InputFile {
+  /** Local path to read. */
+  path: string
+  /**
+   * The file's location as the table's manifests record it (what position deletes reference
+   * in `file_path`, and deletion vectors in `referenced-data-file`). Default: `path`.
+   */
+  location?: string
+  /** The delete files that apply to this data file (the caller decides, from sequence numbers). */
+  deletes?: Array<DeleteSource>
 }
 
 export interface OutputFile {
@@ -99,6 +192,8 @@ export interface OutputFile {
   sortOrderId: number
   /** One per top-level field. */
   columns: Array<ColumnMetrics>
+  /** The same figures as the Iceberg DataFile record to commit (`files.map(f => f.dataFile)`). */
+  dataFile: IcebergDataFile
 }
 
 /** Progress of a running call, delivered to `onProgress` without blocking the pool. */

@@ -1,5 +1,5 @@
-//! The pipeline of one call: plan → group (partition tuples) → per tuple: read → dedupe →
-//! (order) → write; then verify → publish → report. Runs on a
+//! The pipeline of one call: plan → deletes → group (partition tuples) → per tuple: read
+//! (deleted rows dropped) → divert → dedupe → (order) → write; then verify → publish → report. Runs on a
 //! blocking thread; checks the cancel flag between batches; reports progress through a
 //! callback. Memory: that of the read and write stages (one decoded batch plus the open
 //! row group), independent of the number or size of the inputs.
@@ -8,10 +8,11 @@ use crate::dedupe::Deduper;
 use crate::error::{CompactError, Result};
 use crate::options::Options;
 use crate::plan::build_plan;
-use crate::group::group;
+use crate::group::{group, FirstPass};
 use crate::iceberg::partition::Partitioner;
-use crate::read::{check_cancel, read_segments, Batch, ReadLimits};
-use arrow_array::BooleanArray;
+use crate::read::{check_cancel, read_segments, ReadLimits, RowFilters};
+use crate::divert::Diverter;
+use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
@@ -36,21 +37,33 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 #[derive(Default)]
 struct Totals {
     rows_read: u64,
+    rows_deleted: u64,
     rows_written: u64,
-    duplicates: u64,
     bytes_closed: u64,
     files_closed: u64,
 }
 
 /// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
-pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+/// `files` are paths (`String`, `&str`) or `InputFile`s with their deletes.
+pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+    let files: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
     let started = Instant::now();
     check_cancel(cancel)?;
-    progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-    let plan = build_plan(files)?;
-    if let Some(column) = &opts.dedupe_by {
-        Deduper::new(&plan.arrow_schema, column)?; // reject a bad column before touching outDir
+    if files.is_empty() {
+        // An empty generation (everything expired): nothing to read, nothing to create.
+        progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
+        return Ok(CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0));
     }
+    progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
+    let plan = build_plan(&files)?;
+    let mut resolved = opts.clone();
+    resolved.resolve_codec(plan.dominant_codec());
+    let opts = &resolved;
+    // One seen set for the whole call, in `files` order (the generation's dedupe scope).
+    let mut deduper = match &opts.dedupe_by {
+        Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
+        None => None,
+    };
     if let Some(keys) = &opts.sort_by {
         sorting_columns(&plan, keys)?;
     }
@@ -58,8 +71,23 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
         Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
     };
+    let mut diverter = match &opts.divert {
+        Some(spec) => Some(Diverter::new(&plan, opts, spec)?),
+        None => None,
+    };
     let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
-    let groups = group(&plan, partitioner.as_mut(), &limits, cancel)?;
+    let deletes = DeleteIndex::load(&plan, &limits, cancel)?;
+    // With tuples, dedupe is settled across the call while grouping (see `group::FirstPass`).
+    let mut first_pass = match (&partitioner, deduper.as_mut()) {
+        (Some(_), Some(d)) => Some(FirstPass { deduper: d, diverter: diverter.as_ref(), duplicates: Vec::new() }),
+        _ => None,
+    };
+    let groups = group(&plan, partitioner.as_mut(), deletes.as_ref(), first_pass.as_mut(), &limits, cancel)?;
+    let duplicates = first_pass.map(|fp| fp.duplicates);
+    if duplicates.is_some() {
+        deduper = None;
+    }
+    let mut duplicates_dropped = 0u64;
     // While sorting, decoded batches join a buffer of up to `batchBytes`: read them in quarters so
     // buffer and incoming batch stay within 1.25 × batchBytes.
     let sort_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
@@ -71,16 +99,12 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     let mut written: Vec<(WrittenFile, Option<usize>)> = Vec::new();
     let mut totals = Totals::default();
     let mut last: Option<Instant> = None;
-    let mut calibration = Calibration::default();
+    let mut calibration = Calibration::for_inputs(&plan);
     // The surviving input rows, for `verify`; and a test-only injected fault.
     let mut digest = Digest::default();
     let mut fault = Fault::from_env();
     for g in &groups {
-        // One tuple at a time: its own seen set, its own run of files.
-        let mut deduper = match &opts.dedupe_by {
-            Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
-            None => None,
-        };
+        // One tuple at a time: its own run of files.
         let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
         let mut sorter = match &opts.sort_by {
             Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
@@ -98,20 +122,29 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
                 });
             }
         };
-        read_segments(&plan, &g.segments, None, data_limits, cancel, |segment, mut batch| {
-            crate::testhooks::pause("read");
-            if segment.mixed {
-                if let (Some(p), Some(tuple)) = (partitioner.as_mut(), g.tuple) {
-                    let keep: BooleanArray = p.tuple_ids(&batch.batch)?.into_iter().map(|t| Some(t == tuple)).collect();
-                    batch = shrink(batch, &keep)?;
-                }
+        let mut select = |batch: &arrow_array::RecordBatch| -> Result<Vec<bool>> {
+            match (partitioner.as_mut(), g.tuple) {
+                (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
+                _ => Ok(vec![true; batch.num_rows()]),
             }
-            let n = batch.batch.num_rows();
-            totals.rows_read += n as u64;
+        };
+        let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
+        read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, mut batch| {
+            crate::testhooks::pause("read");
+            totals.rows_read += batch.batch.num_rows() as u64 + batch.deleted + batch.duplicates;
+            totals.rows_deleted += batch.deleted;
+            duplicates_dropped += batch.duplicates;
+            if let Some(d) = diverter.as_mut() {
+                batch = d.split(batch)?;
+            }
             if let Some(d) = deduper.as_mut() {
+                let n = batch.batch.num_rows();
                 let kept = d.filter(batch.batch)?;
                 batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
                 batch.batch = kept;
+            }
+            if batch.batch.num_rows() == 0 {
+                return Ok(());
             }
             if opts.verify {
                 digest.add(&batch.batch)?;
@@ -140,8 +173,10 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
         calibration = measured;
         totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
         totals.files_closed += files.len() as u64;
-        totals.duplicates += deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
         written.extend(files.into_iter().map(|f| (f, g.tuple)));
+    }
+    if let Some(d) = diverter.as_mut() {
+        d.finish()?;
     }
     let snapshot = |phase| Progress {
         phase,
@@ -158,12 +193,20 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
     }
     check_cancel(cancel)?;
     outputs.publish(&files_written)?;
+    if let Some(d) = diverter.as_mut() {
+        d.publish()?;
+    }
     check_cancel(cancel)?;
     let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
-    report.duplicates_dropped = totals.duplicates;
+    report.rows_deleted = totals.rows_deleted;
+    report.duplicates_dropped = duplicates_dropped + deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
+    report.diverted = diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));
     report.files_spilled = spill.files_spilled;
     report.bytes_spilled = spill.bytes_spilled;
     report.intermediate_merges = spill.intermediate_merges;
+    for file in report.files.iter_mut() {
+        file.location = data_file_location(opts.out_location.as_deref(), &file.path);
+    }
     if opts.sort_by.is_some() {
         // Every file of a sorted call is sorted end to end within its tuple.
         for file in report.files.iter_mut() {
@@ -178,21 +221,32 @@ pub fn compact(files: &[String], opts: &Options, cancel: &AtomicBool, progress: 
         }
     }
     outputs.commit();
+    if let Some(d) = diverter {
+        d.commit();
+    }
     progress(&snapshot("done"));
     Ok(report)
 }
 
-/// The rows of a batch that `keep` marks, with its byte figures scaled to them.
-fn shrink(batch: Batch, keep: &BooleanArray) -> Result<Batch> {
-    let n = batch.batch.num_rows().max(1);
-    let kept = arrow_select::filter::filter_record_batch(&batch.batch, keep).map_err(|e| CompactError::Internal(format!("partition filter: {e}")))?;
-    let share = kept.num_rows() as f64 / n as f64;
-    Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept })
+/// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.
+fn data_file_location(prefix: Option<&str>, path: &str) -> String {
+    let path = std::path::Path::new(path);
+    match prefix {
+        Some(prefix) => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if prefix.ends_with('/') {
+                format!("{prefix}{name}")
+            } else {
+                format!("{prefix}/{name}")
+            }
+        }
+        None => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
+    }
 }
 
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).
 /// Afterwards the memory the call freed is handed back to the OS (see `release_free_memory`).
-pub fn run_guarded(files: &[String], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+pub fn run_guarded<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
     let outcome = guard(|| compact(files, opts, cancel, progress));
     release_free_memory();
     outcome

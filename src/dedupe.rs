@@ -1,13 +1,14 @@
 //! Dedupe: drop every row whose `dedupeBy` value was already seen earlier in the call — in
 //! `files` order, then row order — so the first occurrence survives, exactly as the JS loop
-//! did (a null key counts as a value too: the first null survives). It runs as rows are read,
-//! before anything could reorder them.
+//! did. A null key is never equal to anything (SQL `UNIQUE` semantics, and the host's rule):
+//! every null-key row is kept and none is recorded. It runs as rows are read, before anything
+//! could reorder them.
 //!
 //! Memory: a 128-bit hash per distinct key (plus hash-set overhead), never the row width; the
 //! key column of one batch is row-encoded (`arrow-row`) transiently.
 
 use crate::error::{CompactError, Result};
-use arrow_array::{BooleanArray, RecordBatch};
+use arrow_array::{Array, BooleanArray, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::Schema;
 use std::collections::hash_map::RandomState;
@@ -15,7 +16,8 @@ use std::collections::HashSet;
 use std::hash::BuildHasher;
 
 pub struct Deduper {
-    column: usize,
+    /// The key column's name (batches may hold only some columns).
+    name: String,
     converter: RowConverter,
     seen: HashSet<u128>,
     keys: (RandomState, RandomState),
@@ -32,21 +34,12 @@ impl Deduper {
         let converter = RowConverter::new(vec![SortField::new(field.data_type().clone())]).map_err(|e| {
             CompactError::InvalidOptions(format!("'dedupeBy' column '{name}' of type {} cannot be compared: {e}", field.data_type()))
         })?;
-        Ok(Deduper { column, converter, seen: HashSet::new(), keys: (RandomState::new(), RandomState::new()), dropped: 0 })
+        Ok(Deduper { name: name.to_string(), converter, seen: HashSet::new(), keys: (RandomState::new(), RandomState::new()), dropped: 0 })
     }
 
     /// The rows of `batch` whose key was not seen before, and records their keys.
     pub fn filter(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
-        let rows = self
-            .converter
-            .convert_columns(&[batch.column(self.column).clone()])
-            .map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
-        let mut keep = Vec::with_capacity(batch.num_rows());
-        for row in rows.iter() {
-            let bytes = row.as_ref();
-            let hash = (u128::from(self.keys.0.hash_one(bytes)) << 64) | u128::from(self.keys.1.hash_one(bytes));
-            keep.push(self.seen.insert(hash));
-        }
+        let keep = self.first_occurrences(&batch)?;
         let dropped = keep.iter().filter(|k| !**k).count();
         if dropped == 0 {
             return Ok(batch);
@@ -54,6 +47,28 @@ impl Deduper {
         self.dropped += dropped as u64;
         arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))
             .map_err(|e| CompactError::Internal(format!("dropping duplicate rows: {e}")))
+    }
+
+    /// Per row of `batch`: is it the first occurrence of its key (or a null key)? Records the
+    /// keys; counts nothing.
+    pub fn first_occurrences(&mut self, batch: &RecordBatch) -> Result<Vec<bool>> {
+        let keys = batch.column_by_name(&self.name).ok_or_else(|| CompactError::Internal(format!("dedupe column '{}' not decoded", self.name)))?;
+        let rows = self.converter.convert_columns(&[keys.clone()]).map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
+        let mut keep = Vec::with_capacity(batch.num_rows());
+        for (i, row) in rows.iter().enumerate() {
+            if keys.is_null(i) {
+                keep.push(true);
+                continue;
+            }
+            let bytes = row.as_ref();
+            let hash = (u128::from(self.keys.0.hash_one(bytes)) << 64) | u128::from(self.keys.1.hash_one(bytes));
+            keep.push(self.seen.insert(hash));
+        }
+        Ok(keep)
+    }
+
+    pub fn column_name(&self) -> &str {
+        &self.name
     }
 
     /// Distinct keys held.
@@ -81,10 +96,11 @@ mod tests {
         let a = d.filter(batch(vec![Some("a"), Some("b"), Some("a"), None], 0)).unwrap();
         let b = d.filter(batch(vec![Some("b"), Some("c"), None, Some("c")], 10)).unwrap();
         let ns = |r: &RecordBatch| r.column(1).as_any().downcast_ref::<Int32Array>().unwrap().values().to_vec();
+        // Null keys are never duplicates: both null rows survive.
         assert_eq!(ns(&a), vec![0, 1, 3]);
-        assert_eq!(ns(&b), vec![11]);
-        assert_eq!(d.dropped, 4);
-        assert_eq!(d.distinct(), 4);
+        assert_eq!(ns(&b), vec![11, 12]);
+        assert_eq!(d.dropped, 3);
+        assert_eq!(d.distinct(), 3);
         assert_eq!(Deduper::new(&schema, "nope").err().map(|e| e.code()), Some("ERR_INVALID_OPTIONS"));
     }
 }

@@ -3,12 +3,20 @@
 //! input and one open output file. A row group holding rows of several tuples is marked
 //! `mixed` and its batches are filtered when each of its tuples is written.
 //!
+//! Rows the table deleted are dropped as they are read, so they belong to no tuple.
+//!
 //! Memory: the partition columns of one batch; per tuple, the list of its row groups.
 
 use crate::error::Result;
 use crate::iceberg::partition::Partitioner;
 use crate::plan::Plan;
-use crate::read::{all_segments, read_segments, ReadLimits, Segment};
+use crate::iceberg::deletes::DeleteIndex;
+use crate::dedupe::Deduper;
+use crate::divert::Diverter;
+use roaring::RoaringTreemap;
+use crate::error::CompactError;
+use arrow_array::BooleanArray;
+use crate::read::{all_segments, read_segments, ReadLimits, RowFilters, Segment};
 use std::sync::atomic::AtomicBool;
 
 /// The row groups of one partition tuple (or of the whole call, without `partitionBy`).
@@ -22,11 +30,48 @@ pub struct TupleGroup {
 }
 
 /// Groups in order of first appearance (`files` order, then row order).
-pub fn group(plan: &Plan, partitioner: Option<&mut Partitioner>, limits: &ReadLimits, cancel: &AtomicBool) -> Result<Vec<TupleGroup>> {
+/// With `partitionBy` and `dedupeBy`, grouping also settles dedupe for the whole call: tuples
+/// are written one at a time, but the first occurrence of a key is the first in `files` order,
+/// whichever tuple it is in. The key column (and divert's, whose rows take no part in dedupe)
+/// is decoded with the partition columns, and later occurrences are recorded by position.
+pub struct FirstPass<'a, 'b> {
+    pub deduper: &'a mut Deduper,
+    pub diverter: Option<&'a Diverter<'b>>,
+    /// Per input: positions of later occurrences of a key.
+    pub duplicates: Vec<Option<RoaringTreemap>>,
+}
+
+/// Rows the table deleted count toward no tuple.
+pub fn group(
+    plan: &Plan,
+    partitioner: Option<&mut Partitioner>,
+    deletes: Option<&DeleteIndex>,
+    mut first_pass: Option<&mut FirstPass>,
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+) -> Result<Vec<TupleGroup>> {
     let Some(partitioner) = partitioner else {
-        return Ok(vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes: plan.total_data_bytes as f64 }]);
+        // The input bytes of the rows that survive position deletes (equality deletes are
+        // found only while reading).
+        let input_bytes = plan
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| {
+                let deleted = deletes.map(|d| d.positions_deleted(i, input.rows)).unwrap_or(0);
+                input.data_bytes as f64 * (input.rows.saturating_sub(deleted)) as f64 / input.rows.max(1) as f64
+            })
+            .sum();
+        return Ok(vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes }]);
     };
-    let roots = partitioner.source_roots();
+    let mut roots = partitioner.source_roots();
+    if let Some(fp) = first_pass.as_deref_mut() {
+        roots.extend(plan.arrow_schema.index_of(fp.deduper.column_name()).ok());
+        roots.extend(fp.diverter.map(|d| d.column()));
+        roots.sort_unstable();
+        roots.dedup();
+        fp.duplicates = vec![None; plan.inputs.len()];
+    }
     let mut groups: Vec<TupleGroup> = Vec::new();
     // Tuples seen in the row group being read, to mark it mixed once it is complete.
     let mut current: Option<(Segment, Vec<usize>)> = None;
@@ -41,7 +86,32 @@ pub fn group(plan: &Plan, partitioner: Option<&mut Partitioner>, limits: &ReadLi
             }
         }
     };
-    read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, |segment, batch| {
+    let filters = RowFilters { deletes, positions: first_pass.is_some(), ..RowFilters::default() };
+    read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| {
+        if batch.batch.num_rows() == 0 {
+            return Ok(());
+        }
+        if let Some(fp) = first_pass.as_deref_mut() {
+            // Diverted rows take no part in dedupe: neither recorded nor dropped.
+            let diverted = fp.diverter.map(|d| d.matches_in(&batch.batch)).filter(|m| m.iter().any(|x| *x));
+            let (rows, positions) = match &diverted {
+                Some(m) => {
+                    let keep: BooleanArray = m.iter().map(|d| Some(!*d)).collect();
+                    let rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
+                    let positions: Vec<u64> = batch.positions.iter().zip(m).filter(|(_, d)| !**d).map(|(p, _)| *p).collect();
+                    (rows, positions)
+                }
+                None => (batch.batch.clone(), batch.positions.clone()),
+            };
+            let first = fp.deduper.first_occurrences(&rows)?;
+            for (is_first, pos) in first.into_iter().zip(positions) {
+                if !is_first {
+                    if let Some(slot) = fp.duplicates.get_mut(segment.input) {
+                        slot.get_or_insert_with(RoaringTreemap::new).insert(pos);
+                    }
+                }
+            }
+        }
         if current.as_ref().map(|(s, _)| s) != Some(segment) {
             finish(&mut groups, current.take());
             current = Some((segment.clone(), Vec::new()));

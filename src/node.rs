@@ -8,7 +8,7 @@ use crate::gate::Gate;
 use crate::options::{Options, RawValue};
 use crate::iceberg::metrics::BoundValue;
 use crate::iceberg::partition::PartitionValue;
-use crate::report::CompactReport;
+use crate::report::{ColumnReport, CompactReport, FileReport};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, ValueType};
@@ -84,6 +84,110 @@ impl ToNapiValue for CopiedBuffer {
     }
 }
 
+/// A value typed for an Iceberg manifest: `long` and timestamps as BigInt, bytes as Buffer,
+/// `int`, floats and dates (days) as numbers, strings and decimals as strings.
+pub struct TypedValue(PartitionValue);
+
+impl TypeName for TypedValue {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ToNapiValue for TypedValue {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        // SAFETY: each arm hands `env` (valid for this call) to napi-rs's own conversion.
+        unsafe {
+            match val.0 {
+                PartitionValue::Null => Null::to_napi_value(env, Null),
+                PartitionValue::Bool(b) => bool::to_napi_value(env, b),
+                PartitionValue::Int(i) | PartitionValue::Date(i) => f64::to_napi_value(env, i as f64),
+                PartitionValue::Long(i) | PartitionValue::Timestamp(i) => BigInt::to_napi_value(env, BigInt::from(i)),
+                PartitionValue::Float(f) => f64::to_napi_value(env, f),
+                PartitionValue::String(s) | PartitionValue::Decimal(s) => String::to_napi_value(env, s),
+                PartitionValue::Bytes(b) => CopiedBuffer::to_napi_value(env, CopiedBuffer(b)),
+            }
+        }
+    }
+}
+
+/// A JS object whose keys keep the given order.
+pub struct OrderedObject<V>(Vec<(String, V)>);
+
+impl<V> TypeName for OrderedObject<V> {
+    fn type_name() -> &'static str {
+        "Object"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl<V: ToNapiValue> ToNapiValue for OrderedObject<V> {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let mut obj = std::ptr::null_mut();
+        // SAFETY: `env` is valid for this call; `obj` is created here and each value converted by
+        // napi-rs before it is set.
+        unsafe {
+            check(napi::sys::napi_create_object(env, &mut obj), "creating an object")?;
+            for (key, value) in val.0 {
+                let v = V::to_napi_value(env, value)?;
+                let k = String::to_napi_value(env, key)?;
+                check(napi::sys::napi_set_property(env, obj, k, v), "setting a property")?;
+            }
+        }
+        Ok(obj)
+    }
+}
+
+fn check(status: napi::sys::napi_status, what: &str) -> Result<()> {
+    if status == napi::sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(Status::GenericFailure, format!("{what} failed ({status})")))
+    }
+}
+
+/// The file as the Iceberg DataFile record a manifest writer takes (the spec's field names;
+/// counts as BigInt; metric maps keyed by field id).
+#[napi(object, object_from_js = false)]
+pub struct IcebergDataFile {
+    #[napi(js_name = "content", ts_type = "0")]
+    pub content: u32,
+    #[napi(js_name = "file_path")]
+    pub file_path: String,
+    #[napi(js_name = "file_format", ts_type = "'parquet'")]
+    pub file_format: String,
+    /// By partition field name; `long` and timestamps (µs) as BigInt, `binary`/`fixed` as
+    /// Buffer, `int`, dates (days) and the year/month/day/hour/bucket results as numbers.
+    #[napi(js_name = "partition", ts_type = "Record<string, unknown>")]
+    pub partition: OrderedObject<TypedValue>,
+    #[napi(js_name = "record_count")]
+    pub record_count: BigInt,
+    #[napi(js_name = "file_size_in_bytes")]
+    pub file_size_in_bytes: BigInt,
+    #[napi(js_name = "column_sizes", ts_type = "Record<number, bigint>")]
+    pub column_sizes: OrderedObject<BigInt>,
+    #[napi(js_name = "value_counts", ts_type = "Record<number, bigint>")]
+    pub value_counts: OrderedObject<BigInt>,
+    #[napi(js_name = "null_value_counts", ts_type = "Record<number, bigint>")]
+    pub null_value_counts: OrderedObject<BigInt>,
+    #[napi(js_name = "nan_value_counts", ts_type = "Record<number, bigint>")]
+    pub nan_value_counts: OrderedObject<BigInt>,
+    /// Iceberg single-value encoding, truncated as Iceberg does.
+    #[napi(js_name = "lower_bounds", ts_type = "Record<number, Buffer>")]
+    pub lower_bounds: OrderedObject<CopiedBuffer>,
+    #[napi(js_name = "upper_bounds", ts_type = "Record<number, Buffer>")]
+    pub upper_bounds: OrderedObject<CopiedBuffer>,
+    #[napi(js_name = "split_offsets")]
+    pub split_offsets: Vec<BigInt>,
+    #[napi(js_name = "sort_order_id")]
+    pub sort_order_id: i32,
+}
+
 #[napi(object, object_from_js = false)]
 pub struct OutputFile {
     /// Final path under outDir.
@@ -99,15 +203,32 @@ pub struct OutputFile {
     pub sort_order_id: i32,
     /// One per top-level field.
     pub columns: Vec<ColumnMetrics>,
+    /// The same figures as the Iceberg DataFile record to commit (`files.map(f => f.dataFile)`).
+    pub data_file: IcebergDataFile,
+}
+
+/// The `divert` side file.
+#[napi(object, object_from_js = false)]
+pub struct DivertedFile {
+    /// `divert.to`; it exists only when `rows` > 0.
+    pub path: String,
+    pub rows: i64,
 }
 
 #[napi(object, object_from_js = false)]
 pub struct CompactResult {
     pub files: Vec<OutputFile>,
     pub input_files: u32,
+    /// Rows decoded from the data files, deleted ones included:
+    /// rowsRead = rowsDeleted + (diverted?.rows ?? 0) + duplicatesDropped + rowsWritten.
     pub rows_read: i64,
+    /// Rows removed by the table's deletes (each row once).
+    pub rows_deleted: i64,
+    /// Rows in the returned data files.
     pub rows_written: i64,
     pub duplicates_dropped: i64,
+    /// Present when `divert` was given.
+    pub diverted: Option<DivertedFile>,
     pub bytes_read: i64,
     pub bytes_written: i64,
     pub elapsed_ms: f64,
@@ -134,13 +255,29 @@ pub struct CompactOptions {
     /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
     /// Created if missing (and removed again); run files are removed on success and failure.
     pub tmp_dir: Option<String>,
-    #[napi(ts_type = "Array<{ column: string; transform?: string }>")]
+    /// Iceberg partition spec: `transform` one of identity (default), year, month, day, hour,
+    /// bucket[N], truncate[W]; `name` the partition field name (default Iceberg's: `date_day`
+    /// for day(date), the column itself for identity). No output file spans two tuples.
+    #[napi(ts_type = "Array<{ column: string; transform?: string; name?: string }>")]
     pub partition_by: Option<Vec<String>>,
+    /// Keep the first row of each value of this column (in `files` order, then row order) and
+    /// drop later ones; a null key never equals anything (every null-key row is kept).
     pub dedupe_by: Option<String>,
-    /// Default 'zstd' (level 3 unless `compressionLevel` says otherwise).
+    /// Default: the inputs' own codec (the one holding the most input bytes; zstd at level 3
+    /// when that is zstd), so the table keeps a codec its readers already decode.
     #[napi(ts_type = "'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'")]
     pub compression: Option<String>,
+    /// A level for `compression` (zstd 1-22, gzip 0-9); needs `compression`.
     pub compression_level: Option<f64>,
+    /// Rows whose `column` — or the value at object `path` inside a VARIANT or JSON-string
+    /// column — equals `equals` are written to the side Parquet file `to` (same schema and
+    /// codec; created only when a row matches; must not exist) instead of the data files.
+    /// Applied after deletes, before dedupe.
+    #[napi(ts_type = "{ column: string; path?: string[]; equals: string | number | boolean; to: string }")]
+    pub divert: Option<String>,
+    /// Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
+    /// the output's absolute path.
+    pub out_location: Option<String>,
     /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
     pub file_name_prefix: Option<String>,
     /// Re-read the outputs before publishing: row counts and a content digest of every row
@@ -152,10 +289,37 @@ pub struct CompactOptions {
     pub on_progress: Option<String>,
 }
 
+/// A data file of the generation with the deletes that apply to it.
+#[allow(dead_code)]
+#[napi(object, object_to_js = false)]
+pub struct InputFile {
+    /// Local path to read.
+    pub path: String,
+    /// The file's location as the table's manifests record it (what position deletes reference
+    /// in `file_path`, and deletion vectors in `referenced-data-file`). Default: `path`.
+    pub location: Option<String>,
+    /// The delete files that apply to this data file (the caller decides, from sequence numbers).
+    pub deletes: Option<Vec<DeleteSource>>,
+}
+
+/// `{ kind: 'position', path }` (a position-delete Parquet file), `{ kind: 'deletion-vector',
+/// path, offset, length }` (a Puffin `deletion-vector-v1` blob, located as the manifest records
+/// it) or `{ kind: 'equality', path, fieldIds }` (an equality-delete Parquet file).
+#[allow(dead_code)]
+#[napi(object, object_to_js = false)]
+pub struct DeleteSource {
+    #[napi(ts_type = "'position' | 'deletion-vector' | 'equality'")]
+    pub kind: String,
+    pub path: String,
+    pub offset: Option<f64>,
+    pub length: Option<f64>,
+    pub field_ids: Option<Vec<i32>>,
+}
+
 type ProgressFn = ThreadsafeFunction<ProgressEvent, (), ProgressEvent, Status, false, true>;
 
 struct Prepared {
-    files: Vec<String>,
+    files: Vec<crate::iceberg::deletes::InputFile>,
     options: Options,
     cancel: Arc<AtomicBool>,
     progress: Option<ProgressFn>,
@@ -186,7 +350,7 @@ impl AbortHook {
 /// Runs on the addon's thread pool; the returned Promise rejects with an `Error` whose `code`
 /// is one of `ERR_INVALID_OPTIONS`, `ERR_INPUT_NOT_FOUND`, `ERR_INPUT_CORRUPT`,
 /// `ERR_SCHEMA_CONFLICT`, `ERR_IO`, `ERR_ABORTED`, `ERR_VERIFY_FAILED`, `ERR_INTERNAL`.
-#[napi(ts_args_type = "files: string[], opts: CompactOptions", ts_return_type = "Promise<CompactResult>")]
+#[napi(ts_args_type = "files: Array<string | InputFile>, opts: CompactOptions", ts_return_type = "Promise<CompactResult>")]
 pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unknown<'env>) -> Result<PromiseRaw<'env, CompactResult>> {
     let mut hook = None;
     let prepared = match prepare(env, &files, &opts, &mut hook) {
@@ -249,17 +413,16 @@ fn invalid(msg: impl Into<String>) -> Prep {
 
 fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHook>) -> std::result::Result<Prepared, Prep> {
     if files.get_type()? != ValueType::Object || !files.is_array()? {
-        return Err(invalid("'files' must be an array of file paths"));
+        return Err(invalid("'files' must be an array of file paths or { path, location?, deletes? }"));
     }
     let list: Array = unsafe { files.cast()? };
-    let mut paths = Vec::with_capacity(list.len() as usize);
+    let mut items = Vec::with_capacity(list.len() as usize);
     for i in 0..list.len() {
         let item: Unknown = list.get(i)?.ok_or_else(|| invalid(format!("files[{i}] is missing")))?;
-        match raw_value(env, &item)? {
-            RawValue::String(s) if !s.is_empty() => paths.push(s),
-            _ => return Err(invalid(format!("files[{i}] must be a non-empty string"))),
-        }
+        // files[i].deletes[j].fieldIds[k]: four levels below the entry.
+        items.push(raw_value_at(env, &item, 0, MAX_FILE_DEPTH)?);
     }
+    let paths = crate::options::input_files(&items).map_err(Prep::Compact)?;
     if opts.get_type()? != ValueType::Object {
         return Err(invalid("'opts' must be an object with at least 'outDir'"));
     }
@@ -313,22 +476,24 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
     Ok(Prepared { files: paths, options, cancel, progress })
 }
 
-/// Nesting depth converted for option values (`partitionBy: [{ column }]` needs 2).
+/// Nesting depth converted for option values (`divert: { path: [key] }` needs 2).
 const MAX_OPTION_DEPTH: usize = 3;
+/// Nesting depth converted for a `files` entry.
+const MAX_FILE_DEPTH: usize = 4;
 
 fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
-    raw_value_at(env, v, 0)
+    raw_value_at(env, v, 0, MAX_OPTION_DEPTH)
 }
 
-fn raw_value_at(env: &Env, v: &Unknown, depth: usize) -> Result<RawValue> {
+fn raw_value_at(env: &Env, v: &Unknown, depth: usize, max: usize) -> Result<RawValue> {
     let raw = v.raw();
-    if v.get_type()? == ValueType::Object && depth < MAX_OPTION_DEPTH {
+    if v.get_type()? == ValueType::Object && depth < max {
         if v.is_array()? {
             let list: Array = unsafe { v.cast()? };
             let mut items = Vec::with_capacity(list.len() as usize);
             for i in 0..list.len() {
                 let item: Unknown = list.get(i)?.ok_or_else(|| napi::Error::from_reason("array hole"))?;
-                items.push(raw_value_at(env, &item, depth + 1)?);
+                items.push(raw_value_at(env, &item, depth + 1, max)?);
             }
             return Ok(RawValue::Array(items));
         }
@@ -338,7 +503,7 @@ fn raw_value_at(env: &Env, v: &Unknown, depth: usize) -> Result<RawValue> {
         for i in 0..keys.len() {
             let Some(key) = keys.get::<String>(i)? else { continue };
             let value: Unknown = obj.get_named_property(&key)?;
-            entries.push((key, raw_value_at(env, &value, depth + 1)?));
+            entries.push((key, raw_value_at(env, &value, depth + 1, max)?));
         }
         return Ok(RawValue::Object(entries));
     }
@@ -358,7 +523,8 @@ fn json_value(v: PartitionValue) -> serde_json::Value {
     match v {
         PartitionValue::Null => Value::Null,
         PartitionValue::Bool(b) => Value::Bool(b),
-        PartitionValue::Int(i) => Value::from(i),
+        PartitionValue::Int(i) | PartitionValue::Long(i) | PartitionValue::Date(i) | PartitionValue::Timestamp(i) => Value::from(i),
+        PartitionValue::Decimal(s) => Value::String(s),
         PartitionValue::Float(f) => serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null),
         PartitionValue::String(s) => Value::String(s),
         PartitionValue::Bytes(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
@@ -396,12 +562,38 @@ fn js_error(env: &Env, e: &CompactError) -> napi::Error {
     build().unwrap_or_else(|err| err)
 }
 
+fn data_file(f: &FileReport) -> IcebergDataFile {
+    let by_id = |value: &dyn Fn(&ColumnReport) -> Option<u64>| -> OrderedObject<BigInt> {
+        OrderedObject(f.columns.iter().filter_map(|c| Some((c.field_id?.to_string(), BigInt::from(value(c)?)))).collect())
+    };
+    let bounds = |pick: &dyn Fn(&ColumnReport) -> Option<&Vec<u8>>| -> OrderedObject<CopiedBuffer> {
+        OrderedObject(f.columns.iter().filter_map(|c| Some((c.field_id?.to_string(), CopiedBuffer(pick(c)?.clone())))).collect())
+    };
+    IcebergDataFile {
+        content: 0,
+        file_path: f.location.clone(),
+        file_format: "parquet".into(),
+        partition: OrderedObject(f.partition.iter().map(|(k, v)| (k.clone(), TypedValue(v.clone()))).collect()),
+        record_count: BigInt::from(f.record_count),
+        file_size_in_bytes: BigInt::from(f.file_size_in_bytes),
+        column_sizes: by_id(&|c| Some(c.column_size_bytes)),
+        value_counts: by_id(&|c| Some(c.value_count)),
+        null_value_counts: by_id(&|c| Some(c.null_value_count)),
+        nan_value_counts: by_id(&|c| c.nan_value_count),
+        lower_bounds: bounds(&|c| c.lower_bound.as_ref().map(|(_, b)| b)),
+        upper_bounds: bounds(&|c| c.upper_bound.as_ref().map(|(_, b)| b)),
+        split_offsets: f.split_offsets.iter().map(|o| BigInt::from(*o)).collect(),
+        sort_order_id: f.sort_order_id,
+    }
+}
+
 fn to_js(r: CompactReport) -> CompactResult {
     CompactResult {
         files: r
             .files
             .into_iter()
             .map(|f| OutputFile {
+                data_file: data_file(&f),
                 path: f.path,
                 partition: f.partition.into_iter().map(|(k, v)| (k, json_value(v))).collect(),
                 record_count: f.record_count as i64,
@@ -429,8 +621,10 @@ fn to_js(r: CompactReport) -> CompactResult {
             .collect(),
         input_files: r.input_files,
         rows_read: r.rows_read as i64,
+        rows_deleted: r.rows_deleted as i64,
         rows_written: r.rows_written as i64,
         duplicates_dropped: r.duplicates_dropped as i64,
+        diverted: r.diverted.map(|(path, rows)| DivertedFile { path, rows: rows as i64 }),
         bytes_read: r.bytes_read as i64,
         bytes_written: r.bytes_written as i64,
         elapsed_ms: r.elapsed_ms,

@@ -3,8 +3,9 @@
 //! Memory: nothing beyond the options themselves.
 
 use crate::error::{CompactError, Result};
+use crate::iceberg::deletes::{DeleteSource, InputFile};
 use crate::iceberg::partition::{PartitionField, Transform};
-use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
 use std::path::PathBuf;
 
 /// A JS value as the N-API layer saw it, before validation.
@@ -40,7 +41,8 @@ impl RawValue {
 /// Option keys of API.md. `signal` and `onProgress` are consumed by the N-API layer.
 pub const KNOWN_KEYS: &[&str] = &[
     "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
-    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "signal", "onProgress",
+    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "divert", "outLocation", "signal",
+    "onProgress",
 ];
 
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
@@ -57,7 +59,8 @@ pub struct Options {
     pub target_file_bytes: u64,
     pub batch_rows: usize,
     pub batch_bytes: usize,
-    pub compression: Compression,
+    /// `None`: the inputs' own codec (`resolve_codec`).
+    pub compression: Option<Compression>,
     pub file_name_prefix: String,
     pub verify: bool,
     /// Column whose repeated values are dropped after their first occurrence.
@@ -70,6 +73,20 @@ pub struct Options {
     pub sort_order_id: i32,
     /// Where sorted runs are spilled (default: outDir).
     pub tmp_dir: Option<PathBuf>,
+    /// Rows to write to a side file instead of the data files.
+    pub divert: Option<DivertSpec>,
+    /// Location prefix for `dataFile.file_path` (default: the absolute output path).
+    pub out_location: Option<String>,
+}
+
+/// `divert: { column, path?, equals, to }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DivertSpec {
+    pub column: String,
+    /// Object keys into a VARIANT or JSON-string value; empty: the column's own value.
+    pub path: Vec<String>,
+    pub equals: serde_json::Value,
+    pub to: PathBuf,
 }
 
 /// One `sortBy` entry. `nulls_first` defaults as Iceberg's null order does: first when
@@ -89,7 +106,7 @@ impl Options {
             target_file_bytes: DEFAULT_TARGET_FILE_BYTES,
             batch_rows: DEFAULT_BATCH_ROWS,
             batch_bytes: DEFAULT_BATCH_BYTES,
-            compression: Compression::ZSTD(default_zstd()),
+            compression: None,
             file_name_prefix: random_prefix(),
             verify: true,
             dedupe_by: None,
@@ -97,7 +114,22 @@ impl Options {
             sort_by: None,
             sort_order_id: 0,
             tmp_dir: None,
+            divert: None,
+            out_location: None,
         }
+    }
+
+    /// The codec outputs are written with: `compression`, else the codec holding the most
+    /// input bytes (`dominant`, as the plan found it) in its writable form, else zstd.
+    pub fn resolve_codec(&mut self, dominant: Option<Compression>) {
+        if self.compression.is_none() {
+            self.compression = Some(dominant.map(output_codec).unwrap_or(Compression::ZSTD(default_zstd())));
+        }
+    }
+
+    /// The codec to write with (zstd until `resolve_codec` has run).
+    pub fn codec(&self) -> Compression {
+        self.compression.unwrap_or(Compression::ZSTD(default_zstd()))
     }
 
     /// Validates the raw options object: `entries` are all own enumerable keys of the JS object.
@@ -126,6 +158,12 @@ impl Options {
         }
         let level = integer(&get("compressionLevel"), "compressionLevel", -1e9, 1e9)?;
         opts.compression = compression(&get("compression"), level)?;
+        opts.divert = divert(&get("divert"))?;
+        match get("outLocation") {
+            RawValue::Undefined | RawValue::Null => {}
+            RawValue::String(s) if !s.is_empty() => opts.out_location = Some(s),
+            v => return Err(invalid(format!("'outLocation' must be a non-empty string, got {}", v.type_name()))),
+        }
         match get("fileNamePrefix") {
             RawValue::Undefined | RawValue::Null => {}
             RawValue::String(s) => {
@@ -161,7 +199,91 @@ impl Options {
     }
 }
 
-/// `[{ column, transform? }]`, transforms named as Iceberg does (`identity` by default).
+/// `files`: each a path string, or `{ path, location?, deletes? }` with `deletes` a list of
+/// `{ kind: 'position', path }`, `{ kind: 'deletion-vector', path, offset, length }` or
+/// `{ kind: 'equality', path, fieldIds }`.
+pub fn input_files(items: &[RawValue]) -> Result<Vec<InputFile>> {
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let entries = match item {
+            RawValue::String(s) if !s.is_empty() => {
+                out.push(InputFile::plain(s.as_str()));
+                continue;
+            }
+            RawValue::Object(entries) => entries,
+            v => return Err(invalid(format!("files[{i}] must be a path or {{ path, location?, deletes? }}, got {}", v.type_name()))),
+        };
+        let (mut path, mut location, mut deletes) = (None, None, Vec::new());
+        for (key, v) in entries {
+            match (key.as_str(), v) {
+                ("path", RawValue::String(p)) if !p.is_empty() => path = Some(p.clone()),
+                ("location" | "deletes", RawValue::Undefined | RawValue::Null) => {}
+                ("location", RawValue::String(l)) if !l.is_empty() => location = Some(l.clone()),
+                ("deletes", RawValue::Array(list)) => {
+                    for (j, d) in list.iter().enumerate() {
+                        deletes.push(delete_source(d, &format!("files[{i}].deletes[{j}]"))?);
+                    }
+                }
+                _ => return Err(invalid(format!("files[{i}]: unexpected '{key}' ({})", v.type_name()))),
+            }
+        }
+        let path: String = path.ok_or_else(|| invalid(format!("files[{i}].path must be a non-empty string")))?;
+        out.push(InputFile { location: location.unwrap_or_else(|| path.clone()), path: PathBuf::from(path), deletes });
+    }
+    Ok(out)
+}
+
+fn delete_source(value: &RawValue, at: &str) -> Result<DeleteSource> {
+    let RawValue::Object(entries) = value else {
+        return Err(invalid(format!("{at} must be an object {{ kind, path, … }}, got {}", value.type_name())));
+    };
+    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
+    let kind = match get("kind") {
+        RawValue::String(k) => k,
+        v => return Err(invalid(format!("{at}.kind must be 'position', 'deletion-vector' or 'equality', got {}", v.type_name()))),
+    };
+    let allowed: &[&str] = match kind.as_str() {
+        "position" => &["kind", "path"],
+        "deletion-vector" => &["kind", "path", "offset", "length"],
+        "equality" => &["kind", "path", "fieldIds"],
+        other => return Err(invalid(format!("{at}.kind must be 'position', 'deletion-vector' or 'equality', got '{other}'"))),
+    };
+    if let Some((key, _)) = entries.iter().find(|(k, v)| !allowed.contains(&k.as_str()) && *v != RawValue::Undefined) {
+        return Err(invalid(format!("{at}: unexpected '{key}' for kind '{kind}'")));
+    }
+    let path = match get("path") {
+        RawValue::String(p) if !p.is_empty() => PathBuf::from(p),
+        v => return Err(invalid(format!("{at}.path must be a non-empty string, got {}", v.type_name()))),
+    };
+    Ok(match kind.as_str() {
+        "position" => DeleteSource::Position { path },
+        "deletion-vector" => {
+            let number = |key: &str| -> Result<u64> {
+                integer(&get(key), &format!("{at}.{key}"), 0.0, MAX_SAFE_INTEGER)?
+                    .map(|n| n as u64)
+                    .ok_or_else(|| invalid(format!("{at}.{key} is required for a deletion vector")))
+            };
+            DeleteSource::Vector { path, offset: number("offset")?, length: number("length")? }
+        }
+        _ => {
+            let RawValue::Array(ids) = get("fieldIds") else {
+                return Err(invalid(format!("{at}.fieldIds must be a non-empty array of field ids")));
+            };
+            let mut field_ids = Vec::with_capacity(ids.len());
+            for (k, id) in ids.iter().enumerate() {
+                let n = integer(id, &format!("{at}.fieldIds[{k}]"), i32::MIN as f64, i32::MAX as f64)?
+                    .ok_or_else(|| invalid(format!("{at}.fieldIds[{k}] must be a field id")))?;
+                field_ids.push(n as i32);
+            }
+            if field_ids.is_empty() {
+                return Err(invalid(format!("{at}.fieldIds must name at least one field id")));
+            }
+            DeleteSource::Equality { path, field_ids }
+        }
+    })
+}
+
+/// `[{ column, transform?, name? }]`, transforms named as Iceberg does (`identity` by default).
 fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
     let items = match value {
         RawValue::Undefined | RawValue::Null => return Ok(None),
@@ -174,10 +296,13 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
             return Err(invalid(format!("'partitionBy'[{i}] must be an object {{ column, transform? }}, got {}", item.type_name())));
         };
         let mut column = None;
+        let mut name = None;
         let mut transform = Transform::Identity;
         for (key, v) in entries {
             match (key.as_str(), v) {
                 ("column", RawValue::String(c)) if !c.is_empty() => column = Some(c.clone()),
+                ("name", RawValue::Undefined | RawValue::Null) => {}
+                ("name", RawValue::String(n)) if !n.is_empty() => name = Some(n.clone()),
                 ("transform", RawValue::Undefined | RawValue::Null) => {}
                 ("transform", RawValue::String(t)) => {
                     transform = Transform::parse(&t.to_ascii_lowercase()).ok_or_else(|| {
@@ -187,10 +312,62 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
                 _ => return Err(invalid(format!("'partitionBy'[{i}]: unexpected '{key}' ({})", v.type_name()))),
             }
         }
-        let column = column.ok_or_else(|| invalid(format!("'partitionBy'[{i}].column must be a column name")))?;
-        fields.push(PartitionField { column, transform });
+        let column: String = column.ok_or_else(|| invalid(format!("'partitionBy'[{i}].column must be a column name")))?;
+        let name = name.unwrap_or_else(|| transform.field_name(&column));
+        if fields.iter().any(|f: &PartitionField| f.name == name) {
+            return Err(invalid(format!("'partitionBy' names partition field '{name}' twice")));
+        }
+        fields.push(PartitionField { column, transform, name });
     }
     Ok((!fields.is_empty()).then_some(fields))
+}
+
+/// `divert: { column, path?, equals, to }`.
+fn divert(value: &RawValue) -> Result<Option<DivertSpec>> {
+    let entries = match value {
+        RawValue::Undefined | RawValue::Null => return Ok(None),
+        RawValue::Object(entries) => entries,
+        v => return Err(invalid(format!("'divert' must be an object {{ column, path?, equals, to }}, got {}", v.type_name()))),
+    };
+    let (mut column, mut path, mut equals, mut to) = (None, Vec::new(), None, None);
+    for (key, v) in entries {
+        match (key.as_str(), v) {
+            ("column", RawValue::String(c)) if !c.is_empty() => column = Some(c.clone()),
+            ("path", RawValue::Undefined | RawValue::Null) => {}
+            ("path", RawValue::Array(items)) => {
+                for (j, item) in items.iter().enumerate() {
+                    match item {
+                        RawValue::String(k) => path.push(k.clone()),
+                        other => return Err(invalid(format!("'divert.path'[{j}] must be a string (an object key), got {}", other.type_name()))),
+                    }
+                }
+            }
+            ("equals", RawValue::String(x)) => equals = Some(serde_json::Value::String(x.clone())),
+            ("equals", RawValue::Bool(b)) => equals = Some(serde_json::Value::Bool(*b)),
+            ("equals", RawValue::Number(n)) => {
+                equals = Some(serde_json::Number::from_f64(*n).map(serde_json::Value::Number).ok_or_else(|| invalid("'divert.equals' must be a finite number".into()))?)
+            }
+            ("to", RawValue::String(t)) if !t.is_empty() => to = Some(PathBuf::from(t)),
+            _ => return Err(invalid(format!("'divert': unexpected '{key}' ({})", v.type_name()))),
+        }
+    }
+    let column = column.ok_or_else(|| invalid("'divert.column' must be a column name".into()))?;
+    let equals = equals.ok_or_else(|| invalid("'divert.equals' must be a string, number or boolean".into()))?;
+    let to = to.ok_or_else(|| invalid("'divert.to' must be a file path".into()))?;
+    Ok(Some(DivertSpec { column, path, equals, to }))
+}
+
+/// The codec outputs take for an input codec: the same one, at its default level (zstd: 3);
+/// Hadoop-framed LZ4 becomes raw LZ4; LZO, which nothing here can write, uncompressed.
+pub fn output_codec(input: Compression) -> Compression {
+    match input {
+        Compression::ZSTD(_) => Compression::ZSTD(default_zstd()),
+        Compression::GZIP(_) => Compression::GZIP(GzipLevel::default()),
+        Compression::BROTLI(_) => Compression::BROTLI(BrotliLevel::default()),
+        Compression::LZ4 | Compression::LZ4_RAW => Compression::LZ4_RAW,
+        Compression::SNAPPY => Compression::SNAPPY,
+        Compression::UNCOMPRESSED | Compression::LZO => Compression::UNCOMPRESSED,
+    }
 }
 
 fn default_zstd() -> ZstdLevel {
@@ -241,14 +418,17 @@ fn integer(value: &RawValue, name: &str, min: f64, max: f64) -> Result<Option<f6
     }
 }
 
-fn compression(value: &RawValue, level: Option<f64>) -> Result<Compression> {
+fn compression(value: &RawValue, level: Option<f64>) -> Result<Option<Compression>> {
     let name = match value {
-        RawValue::Undefined | RawValue::Null => "zstd".to_string(),
+        RawValue::Undefined | RawValue::Null if level.is_some() => {
+            return Err(invalid("'compressionLevel' needs 'compression': without it the outputs keep the inputs' codec".into()))
+        }
+        RawValue::Undefined | RawValue::Null => return Ok(None),
         RawValue::String(s) => s.to_ascii_lowercase(),
         v => return Err(invalid(format!("'compression' must be a string, got {}", v.type_name()))),
     };
     let bad_level = |l: f64, range: &str| invalid(format!("'compressionLevel' {l} is out of range for {name} ({range})"));
-    match name.as_str() {
+    let codec = match name.as_str() {
         "zstd" => match level {
             None => Ok(Compression::ZSTD(default_zstd())),
             Some(l) => ZstdLevel::try_new(l as i32).map(Compression::ZSTD).map_err(|_| bad_level(l, "1..=22")),
@@ -267,7 +447,8 @@ fn compression(value: &RawValue, level: Option<f64>) -> Result<Compression> {
         other => Err(invalid(format!(
             "'compression' must be one of 'zstd', 'snappy', 'gzip', 'lz4', 'none'; got '{other}'"
         ))),
-    }
+    };
+    codec.map(Some)
 }
 
 /// A prefix is a plain file-name stem: no path separators, no `..`, nothing hidden.
@@ -309,7 +490,7 @@ mod tests {
         let o = Options::from_raw(&raw(&[("outDir", RawValue::String("/tmp/x".into()))])).unwrap();
         assert_eq!(o.target_file_bytes, DEFAULT_TARGET_FILE_BYTES);
         assert_eq!(o.batch_rows, 10_000);
-        assert_eq!(o.compression, Compression::ZSTD(ZstdLevel::try_new(3).unwrap()));
+        assert_eq!(o.compression, None);
         assert!(o.file_name_prefix.starts_with("gc-"));
         let o = Options::from_raw(&raw(&[
             ("outDir", RawValue::String("/tmp/x".into())),
@@ -318,7 +499,7 @@ mod tests {
             ("verify", RawValue::Bool(false)),
         ]))
         .unwrap();
-        assert_eq!(o.compression, Compression::SNAPPY);
+        assert_eq!(o.compression, Some(Compression::SNAPPY));
         assert_eq!(o.batch_bytes, 1 << 20);
         assert!(!o.verify);
     }
@@ -336,8 +517,8 @@ mod tests {
         assert_eq!(
             o.partition_by,
             Some(vec![
-                PartitionField { column: "date".into(), transform: Transform::Identity },
-                PartitionField { column: "ts".into(), transform: Transform::Bucket(8) },
+                PartitionField { column: "date".into(), transform: Transform::Identity, name: "date".into() },
+                PartitionField { column: "ts".into(), transform: Transform::Bucket(8), name: "ts_bucket".into() },
             ])
         );
     }
@@ -379,6 +560,15 @@ mod tests {
             vec![base.clone(), ("compression", RawValue::String("lzo".into()))],
             vec![base.clone(), ("compression", RawValue::String("snappy".into())), ("compressionLevel", RawValue::Number(3.0))],
             vec![base.clone(), ("compressionLevel", RawValue::Number(99.0))],
+            vec![base.clone(), ("compressionLevel", RawValue::Number(3.0))],
+            vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("to".into(), RawValue::String("/tmp/d".into()))]))],
+            vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("equals".into(), RawValue::Null), ("to".into(), RawValue::String("/tmp/d".into()))]))],
+            vec![base.clone(), ("outLocation", RawValue::Number(1.0))],
+            vec![base.clone(), ("partitionBy", RawValue::Array(vec![
+                RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("name".into(), RawValue::String("p".into()))]),
+                RawValue::Object(vec![("column".into(), RawValue::String("b".into())), ("name".into(), RawValue::String("p".into()))]),
+            ]))],
+            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("name".into(), RawValue::Number(1.0))])]))],
             vec![base.clone(), ("fileNamePrefix", RawValue::String("../evil".into()))],
             vec![base.clone(), ("fileNamePrefix", RawValue::String("a/b".into()))],
             vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],

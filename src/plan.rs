@@ -6,6 +6,8 @@
 
 use crate::error::{CompactError, Result};
 use crate::guard::{contain, GuardedInput};
+use crate::iceberg::deletes::{DeleteSource, InputFile};
+use parquet::basic::Compression;
 use crate::unify::unify;
 use parquet::file::reader::Length;
 use std::collections::HashMap;
@@ -21,6 +23,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct InputSummary {
     pub path: PathBuf,
+    /// The location the table's manifests record (what position deletes reference).
+    pub location: String,
+    pub deletes: Vec<DeleteSource>,
     pub rows: u64,
     /// Compressed bytes of the row groups' column chunks (what the file holds of data).
     pub data_bytes: u64,
@@ -44,6 +49,22 @@ pub struct Plan {
     pub total_rows: u64,
     pub total_data_bytes: u64,
     pub total_file_bytes: u64,
+    /// Compressed bytes per codec over all inputs' column chunks, in order of first use.
+    pub codec_bytes: Vec<(Compression, u64)>,
+}
+
+impl Plan {
+    /// The codec holding the most compressed input bytes (a tie goes to the one the first
+    /// input used first): what the outputs are written with unless `compression` says otherwise.
+    pub fn dominant_codec(&self) -> Option<Compression> {
+        let mut best: Option<(Compression, u64)> = None;
+        for (codec, bytes) in &self.codec_bytes {
+            if best.is_none_or(|(_, b)| *bytes > b) {
+                best = Some((*codec, *bytes));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
 }
 
 /// Reader options shared by plan and read: ignore an embedded Arrow schema so the decoded
@@ -86,16 +107,17 @@ struct LeafFlags {
     files: usize,
 }
 
-pub fn build_plan(files: &[String]) -> Result<Plan> {
+pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     if files.is_empty() {
         return Err(CompactError::InvalidOptions("'files' must name at least one input file".into()));
     }
+    let mut codec_bytes: Vec<(Compression, u64)> = Vec::new();
     let mut inputs = Vec::with_capacity(files.len());
     let mut distinct: Vec<(PathBuf, Arc<SchemaDescriptor>)> = Vec::new();
     let mut key_value: Vec<KeyValue> = Vec::new();
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
-    for name in files {
-        let path = PathBuf::from(name);
+    for input in files {
+        let path = input.path.clone();
         // (planning reads footers only: no page is decoded here)
         let file = open_input(&path, u64::MAX)?;
         let file_bytes = file.len();
@@ -105,7 +127,10 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
         if !distinct.iter().any(|(_, d)| d.root_schema().get_fields() == descr.root_schema().get_fields()) {
             distinct.push((path.clone(), descr.clone()));
         }
-        inputs.push(summarize(&path, pq, file_bytes, &mut leaves)?);
+        let mut summary = summarize(&path, pq, file_bytes, &mut leaves, &mut codec_bytes)?;
+        summary.location = input.location.clone();
+        summary.deletes = input.deletes.clone();
+        inputs.push(summary);
         merge_key_value(&mut key_value, pq.file_metadata().key_value_metadata());
     }
     let fields = unify(&distinct)?;
@@ -124,10 +149,16 @@ pub fn build_plan(files: &[String]) -> Result<Plan> {
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
-    Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, nullable_leaves, total_rows, total_data_bytes, total_file_bytes })
+    Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, nullable_leaves, total_rows, total_data_bytes, total_file_bytes, codec_bytes })
 }
 
-fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, leaves: &mut HashMap<String, LeafFlags>) -> Result<InputSummary> {
+fn summarize(
+    path: &Path,
+    pq: &ParquetMetaData,
+    file_bytes: u64,
+    leaves: &mut HashMap<String, LeafFlags>,
+    codecs: &mut Vec<(Compression, u64)>,
+) -> Result<InputSummary> {
     let mut rows: u64 = 0;
     let mut data_bytes: u64 = 0;
     let descr = pq.file_metadata().schema_descr();
@@ -139,12 +170,25 @@ fn summarize(path: &Path, pq: &ParquetMetaData, file_bytes: u64, leaves: &mut Ha
         rows = rows.saturating_add(n);
         data_bytes = data_bytes.saturating_add(u64::try_from(rg.compressed_size()).unwrap_or(0));
         for col in rg.columns() {
+            let bytes = u64::try_from(col.compressed_size()).unwrap_or(0);
+            match codecs.iter_mut().find(|(c, _)| *c == col.compression()) {
+                Some((_, b)) => *b = b.saturating_add(bytes),
+                None => codecs.push((col.compression(), bytes)),
+            }
             let Some(flags) = leaves.get_mut(&col.column_path().string()) else { continue };
             flags.dictionary |= col.dictionary_page_offset().is_some();
             flags.nullable |= col.statistics().and_then(|s| s.null_count_opt()) != Some(0);
         }
     }
-    Ok(InputSummary { path: path.to_path_buf(), rows, data_bytes, file_bytes, row_groups: pq.num_row_groups() })
+    Ok(InputSummary {
+        path: path.to_path_buf(),
+        location: path.display().to_string(),
+        deletes: Vec::new(),
+        rows,
+        data_bytes,
+        file_bytes,
+        row_groups: pq.num_row_groups(),
+    })
 }
 
 fn merge_key_value(into: &mut Vec<KeyValue>, from: Option<&Vec<KeyValue>>) {

@@ -8,10 +8,18 @@
 //! fat value repeated on every row costs little in Parquet but its full size per row once
 //! decoded. Strings and binaries decode with 64-bit offsets, so no array can overflow.
 //! Besides the batch, the reader holds one decompressed page and one dictionary per column.
+//!
+//! Rows the table deleted (`iceberg::deletes`: position deletes, deletion vectors, equality
+//! deletes) are dropped here, as they are decoded, so no later stage ever sees them; each
+//! batch counts the rows it lost. Row groups shared with other partition tuples are filtered
+//! to the tuple being written in the same pass.
 
 use crate::error::{CompactError, Result};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::same_field;
+use crate::iceberg::deletes::DeleteIndex;
+use arrow_array::BooleanArray;
+use roaring::RoaringTreemap;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type};
 use arrow_array::{make_array, new_null_array, ArrayRef, Float64Array, Int64Array};
@@ -35,6 +43,26 @@ pub struct Batch {
     pub decoded_bytes: usize,
     /// The share of the input's compressed bytes these rows came from.
     pub input_bytes: f64,
+    /// Rows the read stage dropped from this batch because the table deleted them.
+    pub deleted: u64,
+    /// Rows it dropped as later occurrences of a dedupe key (`RowFilters::duplicates`).
+    pub duplicates: u64,
+    /// Each row's position in its input, when `RowFilters::positions` asked for them.
+    pub positions: Vec<u64>,
+}
+
+/// What the read stage applies to each decoded batch before handing it on.
+#[derive(Default)]
+pub struct RowFilters<'a> {
+    /// The table's deletes: deleted rows are dropped (and counted in `Batch::deleted`).
+    pub deletes: Option<&'a DeleteIndex>,
+    /// For row groups that also hold other partition tuples: which rows to keep. Deleted rows
+    /// are counted only among the kept ones.
+    pub select: Option<&'a mut dyn FnMut(&RecordBatch) -> Result<Vec<bool>>>,
+    /// Per input: positions of rows a first pass found to be later occurrences of a dedupe key.
+    pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
+    /// Report each row's position in its input (`Batch::positions`).
+    pub positions: bool,
 }
 
 pub struct ReadLimits {
@@ -70,14 +98,15 @@ pub fn all_segments(plan: &Plan) -> Vec<Segment> {
         .collect()
 }
 
-/// Streams the rows of `segments`, in order, to `sink`; with `roots`, only those top-level
-/// columns are decoded.
+/// Streams the rows of `segments`, in order, to `sink`, without the rows `filters` drop; with
+/// `roots`, only those top-level columns are decoded (and those equality deletes need).
 pub fn read_segments(
     plan: &Plan,
     segments: &[Segment],
     roots: Option<&[usize]>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
+    mut filters: RowFilters,
     mut sink: impl FnMut(&Segment, Batch) -> Result<()>,
 ) -> Result<()> {
     let mut open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)> = None;
@@ -102,6 +131,20 @@ pub fn read_segments(
         if rows == 0 {
             continue;
         }
+        // Row position of the row group's first row in its file (what deletes reference).
+        let mut position: u64 = meta.metadata().row_groups()[..segment.row_group].iter().map(|r| r.num_rows().max(0) as u64).sum();
+        let roots: Option<Vec<usize>> = roots.map(|r| {
+            let mut r = r.to_vec();
+            for name in filters.deletes.map(|d| d.key_columns(segment.input)).unwrap_or_default() {
+                if let Ok(i) = plan.arrow_schema.index_of(name) {
+                    r.push(i);
+                }
+            }
+            r.sort_unstable();
+            r.dedup();
+            r
+        });
+        let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
         let batch_size = rows_per_batch(per_row, limits).min(rows);
@@ -124,12 +167,72 @@ pub fn read_segments(
                 Some(map) => adapt(path, batch, map, &plan.arrow_schema)?,
                 None => batch,
             };
-            let n = batch.num_rows();
-            let decoded_bytes = decoded_size(&batch);
-            sink(segment, Batch { batch, decoded_bytes, input_bytes: rg_bytes * n as f64 / rows as f64 })?;
+            let decoded_rows = batch.num_rows();
+            let deleted = match filters.deletes {
+                Some(d) => d.deleted(segment.input, position, &batch)?,
+                None => None,
+            };
+            position += decoded_rows as u64;
+            let selected = match (&mut filters.select, segment.mixed) {
+                (Some(select), true) => Some(select(&batch)?),
+                _ => None,
+            };
+            let duplicates = match filters.duplicates.and_then(|d| d.get(segment.input)) {
+                Some(Some(bitmap)) if bitmap.range_cardinality(position - decoded_rows as u64..position) > 0 => {
+                    Some((0..decoded_rows as u64).map(|i| bitmap.contains(position - decoded_rows as u64 + i)).collect::<Vec<bool>>())
+                }
+                _ => None,
+            };
+            let first = position - decoded_rows as u64;
+            let dropped = drop_rows(batch, selected.as_deref(), deleted.as_deref(), duplicates.as_deref(), filters.positions.then_some(first))?;
+            let n = dropped.batch.num_rows();
+            if n == 0 && dropped.deleted == 0 && dropped.duplicates == 0 {
+                continue;
+            }
+            let decoded_bytes = decoded_size(&dropped.batch);
+            let input_bytes = rg_bytes * n as f64 / rows as f64;
+            let Dropped { batch, deleted, duplicates, positions } = dropped;
+            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, duplicates, positions })?;
         }
     }
     Ok(())
+}
+
+struct Dropped {
+    batch: RecordBatch,
+    deleted: u64,
+    duplicates: u64,
+    positions: Vec<u64>,
+}
+
+/// The rows of `batch` that `selected` keeps (all without it) and neither `deleted` nor
+/// `duplicates` marks; how many selected rows each removed (a deleted row counts as deleted
+/// only); with `first` (the batch's first row position), the kept rows' positions.
+fn drop_rows(batch: RecordBatch, selected: Option<&[bool]>, deleted: Option<&[bool]>, duplicates: Option<&[bool]>, first: Option<u64>) -> Result<Dropped> {
+    let n = batch.num_rows();
+    if selected.is_none() && deleted.is_none() && duplicates.is_none() {
+        let positions = first.map(|f| (f..f + n as u64).collect()).unwrap_or_default();
+        return Ok(Dropped { batch, deleted: 0, duplicates: 0, positions });
+    }
+    let mark = |m: Option<&[bool]>, i: usize| m.is_some_and(|m| m.get(i).copied().unwrap_or(false));
+    let (mut gone, mut dups) = (0u64, 0u64);
+    let mut positions = Vec::new();
+    let keep: BooleanArray = (0..n)
+        .map(|i| {
+            let chosen = selected.is_none_or(|s| s.get(i).copied().unwrap_or(false));
+            let is_deleted = mark(deleted, i);
+            let is_dup = !is_deleted && mark(duplicates, i);
+            gone += u64::from(chosen && is_deleted);
+            dups += u64::from(chosen && is_dup);
+            let kept = chosen && !is_deleted && !is_dup;
+            if let (true, Some(f)) = (kept, first) {
+                positions.push(f + i as u64);
+            }
+            Some(kept)
+        })
+        .collect();
+    let kept = arrow_select::filter::filter_record_batch(&batch, &keep).map_err(|e| CompactError::Internal(format!("dropping rows: {e}")))?;
+    Ok(Dropped { batch: kept, deleted: gone, duplicates: dups, positions })
 }
 
 /// An input's reader metadata decoding into the plan's Arrow schema when its Parquet schema is
@@ -183,7 +286,7 @@ fn adapt(path: &Path, batch: RecordBatch, map: &[Option<usize>], schema: &Schema
 
 /// Streams every row of every input, in order, to `sink`.
 pub fn read_all(plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, mut sink: impl FnMut(Batch) -> Result<()>) -> Result<()> {
-    read_segments(plan, &all_segments(plan), None, limits, cancel, |_, b| sink(b))
+    read_segments(plan, &all_segments(plan), None, limits, cancel, RowFilters::default(), |_, b| sink(b))
 }
 
 pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {

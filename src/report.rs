@@ -25,6 +25,8 @@ pub struct ColumnReport {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileReport {
     pub path: String,
+    /// The file's location for its Iceberg DataFile (`outLocation` + name, else the absolute path).
+    pub location: String,
     /// The file's partition tuple: (partition field name, transformed value).
     pub partition: Vec<(String, PartitionValue)>,
     pub record_count: u64,
@@ -40,8 +42,12 @@ pub struct CompactReport {
     pub files: Vec<FileReport>,
     pub input_files: u32,
     pub rows_read: u64,
+    /// Rows removed by the table's deletes.
+    pub rows_deleted: u64,
     pub rows_written: u64,
     pub duplicates_dropped: u64,
+    /// The divert side file and its rows, when `divert` was given.
+    pub diverted: Option<(String, u64)>,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub elapsed_ms: f64,
@@ -62,6 +68,7 @@ pub fn file_report(final_path: &std::path::Path, size: u64, rows: u64, meta: &Pa
         .collect();
     FileReport {
         path: final_path.display().to_string(),
+        location: final_path.display().to_string(),
         partition: Vec::new(),
         record_count: rows,
         file_size_in_bytes: size,
@@ -130,13 +137,36 @@ pub fn build_report(plan: &Plan, files: &[WrittenFile], rows_read: u64, rows_wri
         files: files.iter().map(|f| f.report.clone()).collect(),
         input_files: plan.inputs.len() as u32,
         rows_read,
+        rows_deleted: 0,
         rows_written,
         duplicates_dropped: 0,
+        diverted: None,
         bytes_read: plan.total_file_bytes,
         bytes_written: files.iter().map(|f| f.size).sum(),
         elapsed_ms,
         files_spilled: 0,
         bytes_spilled: 0,
         intermediate_merges: 0,
+    }
+}
+
+impl CompactReport {
+    /// The result of a call with no inputs.
+    pub fn empty(elapsed_ms: f64) -> Self {
+        CompactReport {
+            files: Vec::new(),
+            input_files: 0,
+            rows_read: 0,
+            rows_deleted: 0,
+            rows_written: 0,
+            duplicates_dropped: 0,
+            diverted: None,
+            bytes_read: 0,
+            bytes_written: 0,
+            elapsed_ms,
+            files_spilled: 0,
+            bytes_spilled: 0,
+            intermediate_merges: 0,
+        }
     }
 }

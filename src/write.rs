@@ -137,7 +137,7 @@ pub(crate) fn remove_created_dirs(created: &[PathBuf]) {
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     {
         let d = File::open(dir).map_err(|e| CompactError::io(dir, &e))?;
@@ -182,9 +182,19 @@ pub struct Calibration {
     row_groups: usize,
     footer_bytes: f64,
     footer_row_groups: usize,
+    /// The footer figures above are the inputs' (a prior), not yet measured on an output.
+    footer_prior: bool,
 }
 
 impl Calibration {
+    /// Before any output file has closed, footers are estimated from the inputs' own (footer
+    /// bytes per row group), so even the first file of a call stays near a small target.
+    pub fn for_inputs(plan: &Plan) -> Self {
+        let row_groups: usize = plan.inputs.iter().map(|i| i.row_groups).sum();
+        let footer: u64 = plan.inputs.iter().map(|i| i.file_bytes.saturating_sub(i.data_bytes)).sum();
+        Calibration { footer_bytes: footer as f64, footer_row_groups: row_groups, footer_prior: row_groups > 0, ..Calibration::default() }
+    }
+
     fn footer_per_row_group(&self) -> f64 {
         if self.footer_row_groups > 0 {
             self.footer_bytes / self.footer_row_groups as f64
@@ -221,7 +231,7 @@ impl<'a> RollingWriter<'a> {
 
     /// Writes a batch, cutting it where the open file reaches its planned share.
     pub fn write(&mut self, batch: Batch) -> Result<()> {
-        let Batch { batch, decoded_bytes, input_bytes } = batch;
+        let Batch { batch, decoded_bytes, input_bytes, .. } = batch;
         let rows = batch.num_rows();
         let (decoded_per_row, input_per_row) = (decoded_bytes as f64 / rows.max(1) as f64, input_bytes / rows.max(1) as f64);
         let mut offset = 0;
@@ -317,7 +327,8 @@ impl<'a> RollingWriter<'a> {
     /// file; otherwise it is cut into the fewest files of at most the target and this file
     /// ends at its equal share, so a partition never ends in full files and a small tail.
     fn share(&self) -> Option<f64> {
-        let ratio = self.ratio()?;
+        // Before anything was written, assume output bytes ≈ input bytes.
+        let ratio = self.ratio().unwrap_or(1.0);
         let size = self.open_size();
         let target = self.opts.target_file_bytes as f64;
         let remaining_in = (self.total_in - self.consumed_in).max(0.0);
@@ -350,12 +361,7 @@ impl<'a> RollingWriter<'a> {
 
     fn open(&mut self) -> Result<OpenFile> {
         let (file, tmp_path, final_path) = self.outputs.create_next()?;
-        let options = ArrowWriterOptions::new()
-            .with_properties(self.props.clone())
-            .with_parquet_schema(self.plan.parquet_schema.as_ref().clone())
-            .with_skip_arrow_metadata(true);
-        let writer = ArrowWriter::try_new_with_options(file, self.plan.arrow_schema.clone(), options)
-            .map_err(|e| write_error(&tmp_path, e))?;
+        let writer = open_writer(file, self.plan, self.props.clone(), &tmp_path)?;
         Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0 })
     }
 
@@ -366,6 +372,11 @@ impl<'a> RollingWriter<'a> {
         let metadata = cur.writer.finish().map_err(|e| write_error(&cur.tmp_path, e))?;
         cur.writer.inner().sync_all().map_err(|e| CompactError::io(&cur.tmp_path, &e))?;
         let size = cur.writer.bytes_written() as u64;
+        if self.calibration.footer_prior {
+            self.calibration.footer_bytes = 0.0;
+            self.calibration.footer_row_groups = 0;
+            self.calibration.footer_prior = false;
+        }
         self.calibration.footer_bytes += size.saturating_sub(data_end as u64) as f64;
         self.calibration.footer_row_groups += metadata.num_row_groups();
         drop(cur.writer);
@@ -385,6 +396,15 @@ impl<'a> RollingWriter<'a> {
     }
 }
 
+/// A Parquet writer through the inputs' own Parquet schema (field ids, VARIANT, timestamps).
+pub(crate) fn open_writer(file: File, plan: &Plan, props: WriterProperties, path: &Path) -> Result<ArrowWriter<File>> {
+    let options = ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_parquet_schema(plan.parquet_schema.as_ref().clone())
+        .with_skip_arrow_metadata(true);
+    ArrowWriter::try_new_with_options(file, plan.arrow_schema.clone(), options).map_err(|e| write_error(path, e))
+}
+
 fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<()> {
     if cur.rg_rows == 0 {
         return Ok(());
@@ -400,7 +420,7 @@ fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<
     Ok(())
 }
 
-fn write_error(path: &Path, e: ParquetError) -> CompactError {
+pub(crate) fn write_error(path: &Path, e: ParquetError) -> CompactError {
     match parquet_io_error(&e) {
         Some(io) => CompactError::io(path, io),
         None => CompactError::Internal(format!("writing {}: {e}", path.display())),
@@ -410,9 +430,9 @@ fn write_error(path: &Path, e: ParquetError) -> CompactError {
 /// Writer settings: the requested codec; dictionary encoding where any input used it, with a
 /// dictionary limit as large as a row group may be so fat repeated values never fall back
 /// to plain; truncated statistics; the inputs' key-value metadata.
-fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
+pub(crate) fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
     let mut b = WriterProperties::builder()
-        .set_compression(opts.compression)
+        .set_compression(opts.codec())
         .set_max_row_group_row_count(Some(opts.batch_rows))
         .set_max_row_group_bytes(None)
         .set_dictionary_page_size_limit(opts.batch_bytes.max(1 << 20))
@@ -435,7 +455,7 @@ fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
         // columns that no input holds a null in (so no row group can be all null) keep their
         // dictionary.
         let nullable = plan.nullable_leaves.get(i).copied().unwrap_or(true);
-        let dictionary = *used && !(opts.compression == Compression::LZ4_RAW && nullable);
+        let dictionary = *used && !(opts.codec() == Compression::LZ4_RAW && nullable);
         b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), dictionary);
     }
     b.build()

@@ -136,21 +136,21 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
 }
 
 #[test]
-fn each_tuple_is_sorted_on_its_own_with_dedupe_first_occurrences() {
+fn each_tuple_is_sorted_on_its_own_with_call_wide_dedupe_first_occurrences() {
     let s = Scratch::new("sort-part");
     let files = unsorted_inputs(s.path(), 4, 300);
     let out = s.path().join("out");
     let mut o = opts(&out);
     o.batch_bytes = 8 << 10;
     o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
-    o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity }]);
+    o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
     o.dedupe_by = Some("ts".into());
     let r = run(&files, &o).unwrap();
     assert_eq!(r.files.len(), 3);
-    // First occurrence of each ts within a tenant, in arrival order.
+    // First occurrence of each ts in the whole call (files order), whichever tenant it is in.
     let all: Vec<(String, i64, i32)> = files.iter().flat_map(|f| rows_of(Path::new(f))).map(|(seq, ts, _, tenant)| (tenant, ts, seq)).collect();
     let mut seen = std::collections::HashSet::new();
-    let mut expected: Vec<(String, i64, i32)> = all.into_iter().filter(|(t, ts, _)| seen.insert((t.clone(), *ts))).collect();
+    let mut expected: Vec<(String, i64, i32)> = all.into_iter().filter(|(_, ts, _)| seen.insert(*ts)).collect();
     expected.sort();
     assert_eq!(r.duplicates_dropped, 1200 - expected.len() as u64);
     let mut got = Vec::new();

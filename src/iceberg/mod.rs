@@ -3,3 +3,5 @@
 
 pub mod metrics;
 pub mod partition;
+pub mod puffin;
+pub mod deletes;

@@ -60,17 +60,24 @@ impl Transform {
 pub struct PartitionField {
     pub column: String,
     pub transform: Transform,
+    /// The partition field's name (`partitionBy[].name`, default `Transform::field_name`).
+    pub name: String,
 }
 
-/// A partition value as reported (JSON-like, so the N-API layer can hand it to JS).
+/// A partition value, typed by the transform's result type (Iceberg's `int` and `long`,
+/// `date` in days, `timestamp` in µs, decimals as their exact decimal string).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartitionValue {
     Null,
     Bool(bool),
     Int(i64),
+    Long(i64),
     Float(f64),
     String(String),
     Bytes(Vec<u8>),
+    Date(i64),
+    Timestamp(i64),
+    Decimal(String),
 }
 
 struct Bound {
@@ -102,7 +109,7 @@ impl Partitioner {
                 CompactError::InvalidOptions(format!("'partitionBy': transform {:?} does not apply to column '{}' of type {dt}", f.transform, f.column))
             })?;
             sort_fields.push(SortField::new(out));
-            fields.push(Bound { column: f.column.clone(), index, name: f.transform.field_name(&f.column), transform: f.transform });
+            fields.push(Bound { column: f.column.clone(), index, name: f.name.clone(), transform: f.transform });
         }
         let converter = RowConverter::new(sort_fields).map_err(|e| CompactError::InvalidOptions(format!("'partitionBy': {e}")))?;
         Ok(Partitioner { fields, converter, ids: HashMap::new(), tuples: Vec::new() })
@@ -297,16 +304,16 @@ fn value_at(column: &dyn Array, i: usize) -> PartitionValue {
         DataType::Int8 => PartitionValue::Int(i64::from(column.as_primitive::<arrow_array::types::Int8Type>().value(i))),
         DataType::Int16 => PartitionValue::Int(i64::from(column.as_primitive::<arrow_array::types::Int16Type>().value(i))),
         DataType::Int32 => PartitionValue::Int(i64::from(column.as_primitive::<Int32Type>().value(i))),
-        DataType::Int64 => PartitionValue::Int(column.as_primitive::<Int64Type>().value(i)),
-        DataType::Date32 => PartitionValue::Int(i64::from(column.as_primitive::<Date32Type>().value(i))),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => PartitionValue::Int(column.as_primitive::<TimestampMicrosecondType>().value(i)),
+        DataType::Int64 => PartitionValue::Long(column.as_primitive::<Int64Type>().value(i)),
+        DataType::Date32 => PartitionValue::Date(i64::from(column.as_primitive::<Date32Type>().value(i))),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => PartitionValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(i)),
         DataType::Float32 => PartitionValue::Float(f64::from(column.as_primitive::<arrow_array::types::Float32Type>().value(i))),
         DataType::Float64 => PartitionValue::Float(column.as_primitive::<arrow_array::types::Float64Type>().value(i)),
         DataType::LargeUtf8 => PartitionValue::String(column.as_string::<i64>().value(i).to_string()),
         DataType::LargeBinary => PartitionValue::Bytes(column.as_binary::<i64>().value(i).to_vec()),
         DataType::FixedSizeBinary(_) => PartitionValue::Bytes(column.as_fixed_size_binary().value(i).to_vec()),
         DataType::Decimal128(..) => {
-            PartitionValue::String(column.as_primitive::<Decimal128Type>().value_as_string(i))
+            PartitionValue::Decimal(column.as_primitive::<Decimal128Type>().value_as_string(i))
         }
         other => PartitionValue::String(format!("<{other}>")),
     }
@@ -340,17 +347,17 @@ mod tests {
         assert_eq!(one(Arc::new(LargeStringArray::from(vec!["iceberg"])), Transform::Bucket(1000)), PartitionValue::Int(1210000089 % 1000));
         // truncate: 1 -> 0, -1 -> -10 (width 10); "iceberg" -> "ice" (width 3)
         assert_eq!(one(Arc::new(Int32Array::from(vec![-1])), Transform::Truncate(10)), PartitionValue::Int(-10));
-        assert_eq!(one(Arc::new(Int64Array::from(vec![1])), Transform::Truncate(10)), PartitionValue::Int(0));
+        assert_eq!(one(Arc::new(Int64Array::from(vec![1])), Transform::Truncate(10)), PartitionValue::Long(0));
         assert_eq!(one(Arc::new(LargeStringArray::from(vec!["iceberg"])), Transform::Truncate(3)), PartitionValue::String("ice".into()));
         // 2017-11-16 is day 17486; year 47, month 574
         let date: ArrayRef = Arc::new(Date32Array::from(vec![17486]));
         assert_eq!(one(date.clone(), Transform::Year), PartitionValue::Int(47));
         assert_eq!(one(date.clone(), Transform::Month), PartitionValue::Int(47 * 12 + 10));
-        assert_eq!(one(date, Transform::Day), PartitionValue::Int(17486));
+        assert_eq!(one(date, Transform::Day), PartitionValue::Date(17486));
         // before the epoch: 1969-12-31T23:59:59.999999 is hour -1, day -1, month -1, year -1
         let ts: ArrayRef = Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![-1]).with_timezone("+00:00"));
         assert_eq!(one(ts.clone(), Transform::Hour), PartitionValue::Int(-1));
-        assert_eq!(one(ts.clone(), Transform::Day), PartitionValue::Int(-1));
+        assert_eq!(one(ts.clone(), Transform::Day), PartitionValue::Date(-1));
         assert_eq!(one(ts.clone(), Transform::Month), PartitionValue::Int(-1));
         assert_eq!(one(ts, Transform::Year), PartitionValue::Int(-1));
     }
@@ -359,9 +366,9 @@ mod tests {
     fn tuples_are_numbered_in_order_of_first_appearance() {
         let schema = Arc::new(Schema::new(vec![arrow_schema::Field::new("s", DataType::LargeUtf8, true)]));
         let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(LargeStringArray::from(vec![Some("b"), Some("a"), None, Some("b")]))]).unwrap();
-        let mut p = Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Identity }]).unwrap();
+        let mut p = Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Identity, name: "s".into() }]).unwrap();
         assert_eq!(p.tuple_ids(&batch).unwrap(), vec![0, 1, 2, 0]);
         assert_eq!(p.tuples[2], vec![("s".to_string(), PartitionValue::Null)]);
-        assert!(Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Day }]).is_err());
+        assert!(Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Day, name: "s_day".into() }]).is_err());
     }
 }

@@ -102,7 +102,7 @@ pub fn corrupt_first_page(src: &Path, dst: &Path, leaf: usize) {
 
 pub fn opts(out: &Path) -> Options {
     let mut o = Options::new(out);
-    o.compression = parquet::basic::Compression::SNAPPY;
+    o.compression = Some(parquet::basic::Compression::SNAPPY);
     o
 }
 
