@@ -52,7 +52,9 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     if files.is_empty() {
         // An empty generation (everything expired): nothing to read, nothing to create.
         progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-        return Ok(CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0));
+        let mut report = CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0);
+        report.diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
+        return Ok(report);
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let plan = build_plan(&files)?;

@@ -211,7 +211,8 @@ impl<'a> Diverter<'a> {
                 texts
                     .into_iter()
                     .map(|text| {
-                        let Some(text) = text.filter(|t| contains(t.as_bytes())) else { return false };
+                        // (A JSON text with escapes may spell the value differently: parse it.)
+                        let Some(text) = text.filter(|t| t.contains('\\') || contains(t.as_bytes())) else { return false };
                         let Ok(mut v) = serde_json::from_str::<Value>(text) else { return false };
                         for key in &self.spec.path {
                             match v.get_mut(key.as_str()).map(Value::take) {
