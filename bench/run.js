@@ -14,6 +14,7 @@
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
 //     --sort                 gencompact sortBy ts
+//     --compression C        gencompact codec (default zstd, level 3, like DuckDB's output)
 //     --batch-bytes N        gencompact batchBytes (default: the addon's, 32 MiB); the report
 //                            states gencompact's peak RSS above the idle process (node with the
 //                            addon loaded, measured once the same way) against 3 × batchBytes + 64 MiB
@@ -93,6 +94,7 @@ function parseArgs(argv) {
       case '--partition': a.partition = true; break
       case '--sort': a.sort = true; break
       case '--batch-bytes': a.batchBytes = num(next(), f); break
+      case '--compression': a.compression = next(); break
       case '--memory-limit': a.memoryLimit = next(); break
       case '--section': a.section = next(); break
       case '--no-write': a.write = false; break
@@ -137,6 +139,9 @@ function toolCommand(tool, outDir, listFile, args) {
         ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
         ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
         ...(args.batchBytes ? ['--batch-bytes', String(args.batchBytes)] : []),
+        // zstd unless told otherwise, as DuckDB writes: the addon's default (the inputs' codec)
+        // would write SNAPPY here and change what the recorded sizes compare.
+        '--compression', args.compression || 'zstd',
       ]
       return [node, path.join(BENCH, 'gencompact.js'), ...extra, outDir, listFile]
     }
