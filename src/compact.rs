@@ -90,6 +90,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         deduper = None;
     }
     let mut duplicates_dropped = 0u64;
+    let mut skipped_counted: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     // While sorting, decoded batches join a buffer of up to `batchBytes`: read them in quarters so
     // buffer and incoming batch stay within 1.25 × batchBytes.
     let sort_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
@@ -131,11 +132,18 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             }
         };
         let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
-        read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, mut batch| {
+        read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |segment, mut batch| {
             crate::testhooks::pause("read");
-            totals.rows_read += batch.batch.num_rows() as u64 + batch.deleted + batch.duplicates;
+            totals.rows_read += batch.batch.num_rows() as u64 + batch.deleted;
             totals.rows_deleted += batch.deleted;
-            duplicates_dropped += batch.duplicates;
+            if let Some((deleted, duplicates)) = batch.skipped {
+                // Skipped rows of a row group shared by tuples are reported at each reading.
+                if skipped_counted.insert((segment.input, segment.row_group)) {
+                    totals.rows_read += deleted + duplicates;
+                    totals.rows_deleted += deleted;
+                    duplicates_dropped += duplicates;
+                }
+            }
             if let Some(d) = diverter.as_mut() {
                 batch = d.split(batch)?;
             }
