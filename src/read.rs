@@ -167,7 +167,12 @@ pub fn read_segments(
         let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
-        let batch_size = rows_per_batch(per_row, limits).min(rows);
+        let mut batch_size = rows_per_batch(per_row, limits).min(rows);
+        if skip.selection.is_some() {
+            // parquet-rs applies a scattered selection by decoding whole batches and filtering
+            // them: a decoded batch and its filtered copy are alive together, so each is half.
+            batch_size = batch_size.div_ceil(2);
+        }
         let mut b = builder(path, file, meta)?.with_row_groups(vec![segment.row_group]).with_batch_size(batch_size);
         // (An input whose schema differs from the unified one is decoded whole, then adapted.)
         if let (Some(r), None) = (roots, adapter) {
