@@ -47,10 +47,6 @@ pub struct Batch {
     /// Rows of this batch's row group the table deleted by equality deletes (counted among
     /// the selected tuple's rows).
     pub deleted: u64,
-    /// On an empty batch that starts a row group's reading: its rows skipped without decoding,
-    /// (deleted by position, later dedupe occurrences). A row group shared by several tuples
-    /// reports them once per reading: count them once per row group.
-    pub skipped: Option<(u64, u64)>,
     /// Each row's position in its input, when `RowFilters::positions` asked for them.
     pub positions: Vec<u64>,
 }
@@ -144,12 +140,6 @@ pub fn read_segments(
             filters.duplicates.and_then(|d| d.get(segment.input)).and_then(|b| b.as_ref()),
             filters.positions,
         );
-        if skip.deleted + skip.duplicates > 0 {
-            // What this row group loses without being decoded, reported once per reading.
-            let empty = RecordBatch::new_empty(plan.arrow_schema.clone());
-            let counts = Some((skip.deleted, skip.duplicates));
-            sink(segment, Batch { batch: empty, decoded_bytes: 0, input_bytes: 0.0, deleted: 0, skipped: counts, positions: Vec::new() })?;
-        }
         if skip.selection.as_ref().is_some_and(|s| !s.selects_any()) {
             continue;
         }
@@ -216,7 +206,7 @@ pub fn read_segments(
             let decoded_bytes = decoded_size(&dropped.batch);
             let input_bytes = rg_bytes * n as f64 / rows as f64;
             let Dropped { batch, deleted, positions } = dropped;
-            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, skipped: None, positions })?;
+            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions })?;
         }
     }
     Ok(())
@@ -224,10 +214,10 @@ pub fn read_segments(
 
 /// The rows of one row group that are never decoded: positions the table deleted (position
 /// deletes, deletion vectors) and later occurrences of a dedupe key found by a first pass.
+/// (The call counts them from the bitmaps, once: a row group may be read for several tuples,
+/// or for none when all its rows are skipped.)
 struct Skip {
     selection: Option<RowSelection>,
-    deleted: u64,
-    duplicates: u64,
     /// The positions of the selected rows, when asked for and some rows are skipped.
     kept: Option<Vec<u64>>,
 }
@@ -237,16 +227,13 @@ impl Skip {
         let end = start + rows as u64;
         let any = |b: Option<&RoaringTreemap>| b.is_some_and(|b| b.range_cardinality(start..end) > 0);
         if !any(deleted) && !any(duplicates) {
-            return Skip { selection: None, deleted: 0, duplicates: 0, kept: None };
+            return Skip { selection: None, kept: None };
         }
-        let (mut gone, mut dups) = (0u64, 0u64);
         let mut runs: Vec<RowSelector> = Vec::new();
         let mut kept = want_positions.then(Vec::new);
         for p in start..end {
             let is_deleted = deleted.is_some_and(|b| b.contains(p));
             let is_dup = !is_deleted && duplicates.is_some_and(|b| b.contains(p));
-            gone += u64::from(is_deleted);
-            dups += u64::from(is_dup);
             let skip = is_deleted || is_dup;
             if !skip {
                 if let Some(k) = kept.as_mut() {
@@ -258,7 +245,7 @@ impl Skip {
                 _ => runs.push(if skip { RowSelector::skip(1) } else { RowSelector::select(1) }),
             }
         }
-        Skip { selection: Some(RowSelection::from(runs)), deleted: gone, duplicates: dups, kept }
+        Skip { selection: Some(RowSelection::from(runs)), kept }
     }
 
     /// Positions of the `n` selected rows after the first `done`.

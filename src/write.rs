@@ -172,6 +172,9 @@ pub struct RollingWriter<'a> {
     consumed_in: f64,
     closed_bytes: u64,
     calibration: Calibration,
+    /// Told of every file as it closes (its temporary path and rows), e.g. to verify it while
+    /// later files are written.
+    on_close: Option<std::sync::mpsc::Sender<(PathBuf, u64)>>,
     pub rows_written: u64,
 }
 
@@ -232,7 +235,12 @@ impl<'a> RollingWriter<'a> {
     /// `calibration`: what earlier writers of the call measured (`Calibration::default()` first).
     pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
         let props = writer_properties(plan, opts);
-        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, rows_written: 0 }
+        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, on_close: None, rows_written: 0 }
+    }
+
+    /// Sends each closed file's (temporary path, rows) to `tx`.
+    pub fn notify_closed(&mut self, tx: std::sync::mpsc::Sender<(PathBuf, u64)>) {
+        self.on_close = Some(tx);
     }
 
     pub fn files_written(&self) -> usize {
@@ -394,6 +402,10 @@ impl<'a> RollingWriter<'a> {
         self.closed_bytes += size;
         let report = file_report(&cur.final_path, size, cur.rows, &metadata);
         drop(metadata);
+        if let Some(tx) = &self.on_close {
+            // (A verifier that stopped has its error waiting at its join.)
+            let _ = tx.send((cur.tmp_path.clone(), cur.rows));
+        }
         self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, report, size, rows: cur.rows });
         testhooks::pause("between-files");
         Ok(())
