@@ -223,3 +223,24 @@ fn empty_generation_creates_nothing() {
     assert!(r.files.is_empty() && r.rows_read == 0);
     assert!(!out.exists());
 }
+
+#[test]
+fn output_bytes_do_not_depend_on_threads() {
+    let s = Scratch::new("threads");
+    let files: Vec<String> = (1..=4).map(|f| data_file(s.path(), f, 60).display().to_string()).collect();
+    let mut outputs: Vec<Vec<Vec<u8>>> = Vec::new();
+    for threads in [1, 2, 8] {
+        let out = s.path().join(format!("out-{threads}"));
+        let mut o = Options::new(&out);
+        o.threads = threads;
+        o.file_name_prefix = "t".into();
+        o.target_file_bytes = 4096;
+        o.batch_rows = 9;
+        o.dedupe_by = Some("key".into());
+        let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
+        assert!(r.files.len() > 2, "several files, so verification overlaps writing");
+        outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect());
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}
