@@ -16,9 +16,9 @@ use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
-use crate::write::{Calibration, Outputs, RollingWriter, WrittenFile};
+use crate::write::{Calibration, Outputs, RollingWriter, Written, WrittenFile};
 use crate::digest::Digest;
-use crate::verify::{compare, verify, verify_file, Fault};
+use crate::verify::{check_footer, compare, verify, verify_row_group, Fault};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -101,13 +101,25 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
         let mut verifier = None;
         if opts.verify && opts.threads > 1 {
-            let (tx, rx) = std::sync::mpsc::channel::<(std::path::PathBuf, u64)>();
+            let (tx, rx) = std::sync::mpsc::channel::<Written>();
             let (plan, limits) = (&plan, &verify_limits);
             let handle = scope.spawn(move || -> Result<Digest> {
-                crate::testhooks::pause("verify");
                 let mut found = Digest::default();
-                for (path, rows) in rx {
-                    verify_file(&path, rows, plan, limits, cancel, &mut found)?;
+                let mut seen: std::collections::HashMap<std::path::PathBuf, usize> = std::collections::HashMap::new();
+                for written in rx {
+                    match written {
+                        Written::RowGroup { path, meta } => {
+                            verify_row_group(&path, meta, plan, limits, cancel, &mut found)?;
+                            *seen.entry(path).or_default() += 1;
+                        }
+                        Written::Closed { path, rows, row_groups } => {
+                            let verified = seen.remove(&path).unwrap_or(0);
+                            if verified != row_groups {
+                                return Err(CompactError::VerifyFailed { path: path.display().to_string(), msg: format!("{verified} of its {row_groups} row groups were verified") });
+                            }
+                            check_footer(&path, rows, Some(row_groups), plan, limits)?;
+                        }
+                    }
                 }
                 Ok(found)
             });
@@ -226,6 +238,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         check_cancel(cancel)?;
         if let Some((tx, handle)) = verifier {
             progress(&snapshot("verify"));
+            crate::testhooks::pause("verify");
             drop(tx);
             let found = handle.join().map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::guard::panic_message(&*p))))??;
             compare(&found, &digest, files_written.first().map(|f| f.tmp_path.as_path()))?;

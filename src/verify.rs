@@ -20,6 +20,8 @@ use crate::write::WrittenFile;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
+use parquet::file::metadata::ParquetMetaData;
 use std::sync::atomic::AtomicBool;
 
 pub fn verify(files: &[WrittenFile], plan: &Plan, limits: &ReadLimits, expected: &Digest, cancel: &AtomicBool) -> Result<()> {
@@ -34,27 +36,55 @@ pub fn verify(files: &[WrittenFile], plan: &Plan, limits: &ReadLimits, expected:
 /// Re-reads one closed output: its footer's row count against `rows`, then every row into
 /// `found`.
 pub fn verify_file(path: &Path, rows: u64, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
-    check_cancel(cancel)?;
-    let fail = |msg: String| CompactError::VerifyFailed { path: path.display().to_string(), msg };
+    let meta = check_footer(path, rows, None, plan, limits)?;
+    for i in 0..meta.metadata().num_row_groups() {
+        digest_row_group(path, &meta, i, limits, cancel, found)?;
+    }
+    Ok(())
+}
+
+/// Re-reads one flushed row group of an output (`meta`: the file's schema and that row group)
+/// into `found`, while the file may still be written.
+pub fn verify_row_group(path: &Path, meta: Arc<ParquetMetaData>, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+    let options = base_reader_options().with_schema(plan.arrow_schema.clone());
+    let meta = ArrowReaderMetadata::try_new(meta, options).map_err(|e| fail(path, format!("row group metadata: {e}")))?;
+    digest_row_group(path, &meta, 0, limits, cancel, found)
+}
+
+/// Reads a closed output's footer: its row count must be `rows` (and its row groups
+/// `row_groups`, when given).
+pub fn check_footer(path: &Path, rows: u64, row_groups: Option<usize>, plan: &Plan, limits: &ReadLimits) -> Result<ArrowReaderMetadata> {
     let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
     let options = base_reader_options().with_schema(plan.arrow_schema.clone());
-    let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| fail(format!("unreadable: {e}")))?;
+    let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| fail(path, format!("unreadable: {e}")))?;
     let in_footer = meta.metadata().file_metadata().num_rows().max(0) as u64;
     if in_footer != rows {
-        return Err(fail(format!("footer says {in_footer} rows, {rows} were written")));
+        return Err(fail(path, format!("footer says {in_footer} rows, {rows} were written")));
     }
-    for (i, rg) in meta.metadata().row_groups().iter().enumerate() {
-        let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None), limits);
-        let handle = file.try_clone().map_err(|e| CompactError::io(path, &e))?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
-            .with_row_groups(vec![i])
-            .with_batch_size(batch_size)
-            .build()
-            .map_err(|e| fail(format!("row group {i}: {e}")))?;
-        for batch in reader {
-            check_cancel(cancel)?;
-            found.add(&batch.map_err(|e| fail(format!("row group {i}: {e}")))?)?;
-        }
+    if let Some(n) = row_groups.filter(|n| *n != meta.metadata().num_row_groups()) {
+        return Err(fail(path, format!("footer lists {} row groups, {n} were verified", meta.metadata().num_row_groups())));
+    }
+    Ok(meta)
+}
+
+fn fail(path: &Path, msg: String) -> CompactError {
+    CompactError::VerifyFailed { path: path.display().to_string(), msg }
+}
+
+/// Decodes row group `i` of `meta` from the file at `path` into `found`.
+fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+    check_cancel(cancel)?;
+    let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
+    let Some(rg) = meta.metadata().row_groups().get(i) else { return Err(fail(path, format!("row group {i} missing"))) };
+    let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None), limits);
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
+        .with_row_groups(vec![i])
+        .with_batch_size(batch_size)
+        .build()
+        .map_err(|e| fail(path, format!("row group {i}: {e}")))?;
+    for batch in reader {
+        check_cancel(cancel)?;
+        found.add(&batch.map_err(|e| fail(path, format!("row group {i}: {e}")))?)?;
     }
     Ok(())
 }

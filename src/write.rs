@@ -19,6 +19,8 @@ use crate::report::{file_report, FileReport};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use parquet::file::metadata::{FileMetaData, ParquetMetaData, RowGroupMetaData};
 
 /// Footer bytes per row group and leaf column before any file has been measured.
 const PRIOR_FOOTER_PER_LEAF: f64 = 220.0;
@@ -157,7 +159,22 @@ struct OpenFile {
     rows: u64,
     rg_rows: usize,
     rg_bytes: usize,
+    /// Flushed row groups already handed to the verifier.
+    sent: usize,
 }
+
+/// What the writer hands a verifier running beside it (see `notify_closed`).
+pub enum Written {
+    /// A flushed row group whose bytes have reached the file: its metadata (the file's schema
+    /// and this one row group), to be decoded from disk while later data is encoded.
+    RowGroup { path: PathBuf, meta: Arc<ParquetMetaData> },
+    /// The file closed with `rows` rows in `row_groups` row groups.
+    Closed { path: PathBuf, rows: u64, row_groups: usize },
+}
+
+/// Bytes the writer may still hold in its buffer after they were counted as written
+/// (parquet-rs writes through a `BufWriter` of the default 8 KiB).
+const WRITE_BUFFER: u64 = 8 << 10;
 
 /// Writes batches into files of near-equal size close to `targetFileBytes`.
 pub struct RollingWriter<'a> {
@@ -172,9 +189,9 @@ pub struct RollingWriter<'a> {
     consumed_in: f64,
     closed_bytes: u64,
     calibration: Calibration,
-    /// Told of every file as it closes (its temporary path and rows), e.g. to verify it while
-    /// later files are written.
-    on_close: Option<std::sync::mpsc::Sender<(PathBuf, u64)>>,
+    /// Told of every row group once its bytes are in the file, and of every file as it closes,
+    /// to verify them while later data is written.
+    on_close: Option<std::sync::mpsc::Sender<Written>>,
     pub rows_written: u64,
 }
 
@@ -238,9 +255,24 @@ impl<'a> RollingWriter<'a> {
         RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, on_close: None, rows_written: 0 }
     }
 
-    /// Sends each closed file's (temporary path, rows) to `tx`.
-    pub fn notify_closed(&mut self, tx: std::sync::mpsc::Sender<(PathBuf, u64)>) {
+    /// Sends each flushed row group (once its bytes are in the file) and each closed file to `tx`.
+    pub fn notify_closed(&mut self, tx: std::sync::mpsc::Sender<Written>) {
         self.on_close = Some(tx);
+    }
+
+    /// Hands the verifier the flushed row groups of the open file whose bytes have left the
+    /// writer's buffer.
+    fn send_flushed(&mut self) {
+        let (Some(tx), Some(cur)) = (&self.on_close, self.current.as_mut()) else { return };
+        let written = cur.writer.bytes_written() as u64;
+        while let Some(rg) = cur.writer.flushed_row_groups().get(cur.sent) {
+            let end = rg.columns().iter().map(|c| c.byte_range()).map(|(start, len)| start + len).max().unwrap_or(0);
+            if end + WRITE_BUFFER > written {
+                break;
+            }
+            let _ = tx.send(Written::RowGroup { path: cur.tmp_path.clone(), meta: row_group_metadata(self.plan, rg.clone()) });
+            cur.sent += 1;
+        }
     }
 
     pub fn files_written(&self) -> usize {
@@ -313,6 +345,7 @@ impl<'a> RollingWriter<'a> {
         cur.rows += n as u64;
         self.rows_written += n as u64;
         self.consumed_in += input_bytes;
+        self.send_flushed();
         Ok(())
     }
 
@@ -324,6 +357,7 @@ impl<'a> RollingWriter<'a> {
                 flush_row_group(cur, &mut self.calibration)?;
             }
         }
+        self.send_flushed();
         let full = match self.share() {
             Some(share) => self.open_size() + out_per_row / 2.0 >= share,
             None => false,
@@ -385,7 +419,7 @@ impl<'a> RollingWriter<'a> {
     fn open(&mut self) -> Result<OpenFile> {
         let (file, tmp_path, final_path) = self.outputs.create_next()?;
         let writer = open_writer(file, self.plan, self.props.clone(), &tmp_path)?;
-        Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0 })
+        Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0, sent: 0 })
     }
 
     fn close_current(&mut self) -> Result<()> {
@@ -401,11 +435,15 @@ impl<'a> RollingWriter<'a> {
         drop(cur.writer);
         self.closed_bytes += size;
         let report = file_report(&cur.final_path, size, cur.rows, &metadata);
-        drop(metadata);
         if let Some(tx) = &self.on_close {
-            // (A verifier that stopped has its error waiting at its join.)
-            let _ = tx.send((cur.tmp_path.clone(), cur.rows));
+            // The rest of the row groups are in the file now. (A verifier that stopped has its
+            // error waiting at its join.)
+            for rg in metadata.row_groups().iter().skip(cur.sent) {
+                let _ = tx.send(Written::RowGroup { path: cur.tmp_path.clone(), meta: row_group_metadata(self.plan, rg.clone()) });
+            }
+            let _ = tx.send(Written::Closed { path: cur.tmp_path.clone(), rows: cur.rows, row_groups: metadata.num_row_groups() });
         }
+        drop(metadata);
         self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, report, size, rows: cur.rows });
         testhooks::pause("between-files");
         Ok(())
@@ -417,6 +455,12 @@ impl<'a> RollingWriter<'a> {
         self.close_current()?;
         Ok((self.done, self.calibration))
     }
+}
+
+/// Metadata for reading one row group of an output: the outputs' schema and that row group.
+fn row_group_metadata(plan: &Plan, rg: RowGroupMetaData) -> Arc<ParquetMetaData> {
+    let file = FileMetaData::new(1, rg.num_rows(), None, None, plan.parquet_schema.clone(), None);
+    Arc::new(ParquetMetaData::new(file, vec![rg]))
 }
 
 /// A Parquet writer through the inputs' own Parquet schema (field ids, VARIANT, timestamps).
