@@ -31,12 +31,20 @@ function makeProgress({ tty, quiet, totalRows, totalBytes }) {
     const s = (Date.now() - started) / 1000
     return s > 0 ? bytesRead(p) / s : 0
   }
+  // ETA: the input bytes still to read at the rate read so far; unknown before any was read.
+  const eta = (p) => {
+    if (p.phase === 'verify' || p.phase === 'done') return '0s'
+    const r = rate(p)
+    if (!(r > 0)) return '?'
+    const s = Math.ceil((totalBytes - bytesRead(p)) / r)
+    return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
+  }
   if (quiet) return { update() {}, stop() {} }
   if (tty) {
     const cliProgress = require('cli-progress')
     const bar = new cliProgress.SingleBar({
       stream: process.stderr,
-      format: '{phase} [{bar}] {percentage}% | {rows} rows | in {inBytes} of {totalIn} | out {outBytes}, {files} | {speed}/s | ETA {eta_formatted}',
+      format: '{phase} [{bar}] {percentage}% | {rows} rows | in {inBytes} of {totalIn} | out {outBytes}, {files} | {speed}/s | ETA {eta}',
       hideCursor: true,
       clearOnComplete: false,
       barsize: 24,
@@ -51,6 +59,7 @@ function makeProgress({ tty, quiet, totalRows, totalBytes }) {
       outBytes: fmt.bytes(p.bytesWritten),
       files: fmt.plural(p.filesWritten, 'file'),
       speed: fmt.bytes(rate(p)),
+      eta: eta(p),
     })
     const zero = { phase: 'plan', rowsRead: 0, rowsWritten: 0, bytesWritten: 0, filesWritten: 0 }
     bar.start(Math.max(1, totalBytes), 0, payload(zero))

@@ -85,7 +85,7 @@ impl Fault {
                 let indices = arrow_array::UInt32Array::from_iter_values((0..n as u32 - 1).chain([0]));
                 *batch = arrow_select::take::take_record_batch(batch, &indices).map_err(|e| CompactError::Internal(format!("fault: {e}")))?;
             }
-            Fault::Panic => panic!("gencompact-test: injected panic (GENCOMPACT_TEST_FAULT=panic)"),
+            Fault::Panic => panic!("gencompact-test: injected panic"),
             _ => return Ok(false),
         }
         Ok(true)
