@@ -27,16 +27,20 @@ function makeProgress({ tty, quiet, totalRows, totalBytes }) {
   // Input bytes read so far, estimated from rows read: progress events count rows, the inputs'
   // footers tell their rows and bytes.
   const bytesRead = (p) => (totalRows > 0 ? Math.min(totalBytes, (p.rowsRead / totalRows) * totalBytes) : 0)
+  // Work done, in input bytes: half for reading, half for writing (with --sort, rows are all read
+  // before the merge writes them; without, both advance together).
+  const done = (p) => (totalRows > 0 ? Math.min(totalBytes, ((p.rowsRead + p.rowsWritten) / (2 * totalRows)) * totalBytes) : 0)
   const rate = (p) => {
     const s = (Date.now() - started) / 1000
     return s > 0 ? bytesRead(p) / s : 0
   }
-  // ETA: the input bytes still to read at the rate read so far; unknown before any was read.
+  // ETA: the work left at the rate of the work done so far; unknown before any row was read.
   const eta = (p) => {
     if (p.phase === 'verify' || p.phase === 'done') return '0s'
-    const r = rate(p)
-    if (!(r > 0)) return '?'
-    const s = Math.ceil((totalBytes - bytesRead(p)) / r)
+    const elapsed = (Date.now() - started) / 1000
+    const d = done(p)
+    if (!(d > 0) || !(elapsed > 0)) return '?'
+    const s = Math.ceil((totalBytes - d) / (d / elapsed))
     return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
   }
   if (quiet) return { update() {}, stop() {} }
@@ -44,7 +48,7 @@ function makeProgress({ tty, quiet, totalRows, totalBytes }) {
     const cliProgress = require('cli-progress')
     const bar = new cliProgress.SingleBar({
       stream: process.stderr,
-      format: '{phase} [{bar}] {percentage}% | {rows} rows | in {inBytes} of {totalIn} | out {outBytes}, {files} | {speed}/s | ETA {eta}',
+      format: '{phase} [{bar}] {percentage}% | {rows} rows | in {inBytes} of {totalIn} | out {outBytes}, {files} | {speed}/s | ETA {etaText}',
       hideCursor: true,
       clearOnComplete: false,
       barsize: 24,
@@ -59,13 +63,13 @@ function makeProgress({ tty, quiet, totalRows, totalBytes }) {
       outBytes: fmt.bytes(p.bytesWritten),
       files: fmt.plural(p.filesWritten, 'file'),
       speed: fmt.bytes(rate(p)),
-      eta: eta(p),
+      etaText: eta(p),
     })
     const zero = { phase: 'plan', rowsRead: 0, rowsWritten: 0, bytesWritten: 0, filesWritten: 0 }
     bar.start(Math.max(1, totalBytes), 0, payload(zero))
     return {
       update(p) {
-        bar.update(p.phase === 'verify' || p.phase === 'done' ? Math.max(1, totalBytes) : bytesRead(p), payload(p))
+        bar.update(p.phase === 'verify' || p.phase === 'done' ? Math.max(1, totalBytes) : done(p), payload(p))
       },
       stop() {
         bar.stop()
