@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Builds the x86_64-unknown-linux-gnu binary that is published: linked against glibc 2.17 with
-// napi-rs's prebuilt cross toolchain (`napi build --use-napi-cross`), without the `test-hooks`
-// feature, into its own target directory (target/cross, so it does not invalidate the host build's
-// artifacts), then copies it into the platform package npm/linux-x64-gnu/.
-//   node scripts/build-cross.js [--profile release|dist]
-// CI (`npm test`) builds with `release` (no LTO: minutes less); the release workflow with `dist`.
+// Builds a Linux glibc binary as it is published: linked against glibc 2.17 with napi-rs's
+// prebuilt cross toolchain (`napi build --use-napi-cross`), without the `test-hooks` feature, into
+// its own target directory (target/cross, so it does not invalidate the host build's artifacts),
+// then copies it into its platform package (npm/linux-x64-gnu/ or npm/linux-arm64-gnu/).
+//   node scripts/build-cross.js [--target x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu] [--profile release|dist]
+// CI (`npm test`) builds x86_64 with `release` (no LTO: minutes less); the release workflow both
+// with `dist`. Needs a Linux x64 host (the toolchains are x64 binaries) and, for aarch64, rustup's
+// aarch64-unknown-linux-gnu std (not on this project's machines: the workflow builds that one).
 //
 // The toolchain is napi-rs's glibc 2.17 gcc, shipped on the npm registry as
 // @napi-rs/cross-toolchain-x64-target-x86_64. `napi build --use-napi-cross` would fetch it itself
@@ -22,9 +24,22 @@ const path = require('path')
 const { spawnSync } = require('child_process')
 
 const ROOT = path.join(__dirname, '..')
-const TRIPLE = 'x86_64-unknown-linux-gnu'
-const PLATFORM = 'linux-x64-gnu'
-const TOOLCHAIN = '@napi-rs/cross-toolchain-x64-target-x86_64@1.0.0'
+// The newest version of each per-target toolchain package on the registry (they differ).
+const TARGETS = {
+  'x86_64-unknown-linux-gnu': { platform: 'linux-x64-gnu', toolchain: '@napi-rs/cross-toolchain-x64-target-x86_64@1.0.0' },
+  'aarch64-unknown-linux-gnu': { platform: 'linux-arm64-gnu', toolchain: '@napi-rs/cross-toolchain-x64-target-aarch64@1.0.3' },
+}
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? process.argv[i + 1] : dflt
+}
+const TRIPLE = arg('target', 'x86_64-unknown-linux-gnu')
+if (!TARGETS[TRIPLE]) {
+  console.error(`build-cross: unsupported target ${TRIPLE} (${Object.keys(TARGETS).join(', ')})`)
+  process.exit(1)
+}
+const PLATFORM = TARGETS[TRIPLE].platform
+const TOOLCHAIN = TARGETS[TRIPLE].toolchain
 const TARGET_DIR = path.join(ROOT, 'target', 'cross')
 const OUT_DIR = path.join(TARGET_DIR, 'out')
 const BINARY = `gencompact.${PLATFORM}.node`
@@ -65,8 +80,7 @@ function ensureToolchain() {
   return dest
 }
 
-const i = process.argv.indexOf('--profile')
-const profile = i > 0 ? process.argv[i + 1] : 'release'
+const profile = arg('profile', 'release')
 if (process.platform !== 'linux' || process.arch !== 'x64') {
   console.error(`build-cross: the glibc 2.17 toolchain runs on Linux x64 hosts only (this is ${process.platform}-${process.arch})`)
   process.exit(1)

@@ -31,8 +31,13 @@ function objdump() {
     r = spawnSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 << 20 })
   }
   if (r.error || r.status !== 0) {
-    console.error(`check-glibc: objdump -T ${file} failed: ${r.error ? r.error.message : r.stderr}`)
-    process.exit(1)
+    // A host objdump may not know a foreign architecture (an aarch64 binary on x64); readelf does.
+    const e = spawnSync('readelf', ['--dyn-syms', '-W', file], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    if (e.error || e.status !== 0) {
+      console.error(`check-glibc: objdump -T ${file} failed (${r.error ? r.error.message : r.stderr}), and so did readelf --dyn-syms`)
+      process.exit(1)
+    }
+    return e.stdout
   }
   return r.stdout
 }
@@ -45,7 +50,10 @@ const needs = new Map() // version -> symbols
 for (const line of objdump().split('\n')) {
   const v = /\bGLIBC_(\d+(?:\.\d+)+)\b/.exec(line)
   if (!v) continue
-  const sym = line.trim().split(/\s+/).pop()
+  // objdump: `… GLIBC_2.14  memcpy` (the name last); readelf: `… memcpy@GLIBC_2.14 (3)`
+  const words = line.trim().split(/\s+/)
+  const at = words.find((w) => w.includes('@GLIBC_'))
+  const sym = at ? at.slice(0, at.indexOf('@')) : words[words.length - 1]
   if (!needs.has(v[1])) needs.set(v[1], [])
   needs.get(v[1]).push(sym)
 }
