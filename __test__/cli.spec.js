@@ -167,10 +167,11 @@ describe('compact', () => {
   })
 
   test('SIGINT during a run: exit 130, nothing left in --out', async () => {
-    const big = await hyp.generate({ dir: path.join(tmp, 'big'), rows: 6000, files: 20, tuples: 2, seed: 29 })
+    const big = await hyp.generate({ dir: path.join(tmp, 'big'), rows: 12000, files: 24, tuples: 2, seed: 29 })
     const out = outDir('sigint')
-    // Small batches and row groups make the run long enough to be interrupted mid-write.
-    const child = spawn(process.execPath, [CLI, 'compact', path.dirname(big.files[0]), '--out', out, '--batch-rows', '8', '--sort', 'ts'], { cwd: tmp })
+    // Tiny batches and row groups (thousands of them) make the run last seconds, so the signal sent
+    // on its first progress line arrives mid-run.
+    const child = spawn(process.execPath, [CLI, 'compact', path.dirname(big.files[0]), '--out', out, '--batch-rows', '4', '--sort', 'ts'], { cwd: tmp })
     let stderr = ''
     let sent = false
     child.stdout.resume()

@@ -8,7 +8,7 @@
 
 const fs = require('fs')
 const path = require('path')
-const { spawnSync } = require('child_process')
+const { spawn, spawnSync } = require('child_process')
 const hyp = require('./helpers/hyp')
 const { CHILD } = require('./helpers/spawn')
 const { makeTmpDir, removeDir, ourFiles } = require('./helpers/fsutil')
@@ -65,16 +65,25 @@ test('GENCOMPACT_TEST_DISABLE_GUARDS=cleanup with a fault: the release binary ne
   expect(release.outcome).toEqual({ phase: 'resolved', files: 1, rowsRead: 900, rowsWritten: 900 })
 })
 
-test('GENCOMPACT_TEST_PAUSE_AT=read: the release binary does not pause', () => {
+test('GENCOMPACT_TEST_PAUSE_AT=read: the release binary does not pause', async () => {
   const env = { GENCOMPACT_TEST_PAUSE_AT: 'read' }
-  // The control would sleep 60 s at the pause: it is shown by the message only, then killed.
-  const child = spawnSync(process.execPath, [CHILD, JSON.stringify({ files: gen.files, opts: { outDir: path.join(tmp, `control-${++n}`) } })], {
+  // The control sleeps 60 s at the pause: it is shown by its message, then killed.
+  const child = spawn(process.execPath, [CHILD, JSON.stringify({ files: gen.files, opts: { outDir: path.join(tmp, `control-${++n}`) } })], {
     env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: TEST_BUILD, ...env },
-    encoding: 'utf8',
-    timeout: 5000,
-    killSignal: 'SIGKILL',
   })
-  expect(child.stderr).toMatch(/gencompact-test: paused at read/)
+  let stderr = ''
+  child.stdout.resume()
+  const paused = await new Promise((resolve) => {
+    child.stderr.on('data', (d) => {
+      stderr += d
+      if (/gencompact-test: paused at read/.test(stderr)) {
+        child.kill('SIGKILL')
+        resolve(true)
+      }
+    })
+    child.on('exit', () => resolve(/gencompact-test: paused at read/.test(stderr)))
+  })
+  expect(paused).toBe(true)
   const release = call(RELEASE, { outDir: path.join(tmp, `release-${++n}`) }, env)
   expect(release.outcome).toEqual({ phase: 'resolved', files: 1, rowsRead: 900, rowsWritten: 900 })
   expect(release.stderr).not.toMatch(/gencompact-test/)
