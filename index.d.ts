@@ -89,6 +89,12 @@ export interface CompactOptions {
    * the output's absolute path.
    */
   outLocation?: string
+  /**
+   * Threads this call may use (default: the machine's available parallelism); concurrent
+   * calls share the cores through the call gate. With more than one, verification runs
+   * beside writing.
+   */
+  threads?: number
   /** Output files are `<prefix>-<n>.parquet`. Default: random per call. */
   fileNamePrefix?: string
   /**

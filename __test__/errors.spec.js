@@ -182,8 +182,11 @@ describe('ERR_INVALID_OPTIONS', () => {
 
   test.each([
     ['files not an array', () => 'part-00000.parquet'],
-    ['files empty', () => []],
     ['files holding a non-string', () => [gen.files[0], 42]],
+    ['files holding an object without path', () => [{ location: gen.files[0] }]],
+    ['files holding an unknown delete kind', () => [{ path: gen.files[0], deletes: [{ kind: 'bogus', path: gen.files[0] }] }]],
+    ['files holding a deletion vector without offset', () => [{ path: gen.files[0], deletes: [{ kind: 'deletion-vector', path: gen.files[0], length: 10 }] }]],
+    ['files holding equality deletes without field ids', () => [{ path: gen.files[0], deletes: [{ kind: 'equality', path: gen.files[0], fieldIds: [] }] }]],
   ])('%s', async (_name, makeFiles) => {
     const outDir = freshOutDir()
     await expectCompactError(() => compactGeneration(makeFiles(), { outDir }), {

@@ -1,8 +1,51 @@
 'use strict'
 // Shared by the bench scripts: the input files, given as paths or as one JSON file holding an
-// array (or `{ files }`), the Parquet files a tool wrote, and the marked sections of the reports.
+// array (or `{ files }`), the Parquet files a tool wrote, and the marked sections of the reports;
+// for the drivers (bench/run.js, bench/deletes.js) also the generated, cached input partition
+// (ensureInput) and one measured child run under `/usr/bin/time -v` (runTimed).
 const fs = require('fs')
 const path = require('path')
+const { spawn } = require('child_process')
+
+const ROOT = path.resolve(__dirname, '..')
+const DATA = path.join(__dirname, 'data')
+const GENERATOR = path.join(ROOT, 'fixtures', 'gen-partition.js')
+const TIME = '/usr/bin/time'
+const DEDUPE_COLUMN = '_hyp_cache_row_id'
+
+// The seed's partition: 52,329 rows in 230 files. Per-row widths come from the generator's
+// "Seed-shaped" header line (its author tunes them to ~40 KB decoded per row, ~90 MB on disk).
+const SEED_SHAPE = { rows: 52329, files: 230, tuples: 30, seed: 1, ...seedWidths() }
+
+function seedWidths() {
+  const w = { fatBytes: 30000, rowBytes: 10000 }
+  try {
+    const src = fs.readFileSync(GENERATOR, 'utf8')
+    const line = src.split('\n').find(l => /--rows 52329\b/.test(l)) || ''
+    const fat = line.match(/--fat-bytes (\d+)/)
+    const row = line.match(/--row-bytes (\d+)/)
+    if (fat) w.fatBytes = Number(fat[1])
+    if (row) w.rowBytes = Number(row[1])
+  } catch { /* generator not there yet: fallback widths */ }
+  return w
+}
+
+const MiB = 1024 * 1024
+function fmtBytes(n) {
+  if (n == null || !Number.isFinite(n)) return '—'
+  if (n >= 1024 * MiB) return `${(n / 1024 / MiB).toFixed(2)} GiB`
+  if (n >= MiB) return `${(n / MiB).toFixed(1)} MiB`
+  if (n >= 1024) return `${(n / 1024).toFixed(0)} KiB`
+  return `${n} B`
+}
+function fmtSec(ms) { return ms == null ? '—' : `${(ms / 1000).toFixed(2)} s` }
+function median(xs) {
+  const s = xs.filter(x => x != null).sort((a, b) => a - b)
+  if (!s.length) return null
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+function sqlList(files) { return '[' + files.map(f => `'${f.replace(/'/g, "''")}'`).join(', ') + ']' }
 
 function readFileList(args) {
   if (args.length === 1 && args[0].endsWith('.json')) {
@@ -40,4 +83,213 @@ function writeSection(file, section, body, title) {
   fs.writeFileSync(file, text)
 }
 
-module.exports = { readFileList, listParquet, writeSection }
+// ---------------------------------------------------------------- input partition
+
+function dataKey(gen, extra) {
+  const parts = [`r${gen.rows}`, `f${gen.files}`, `t${gen.tuples}`, `s${gen.seed}`, `fat${gen.fatBytes}`, `row${gen.rowBytes}`]
+  for (const [k, v] of Object.entries(extra).sort()) parts.push(`${k}${v}`)
+  return parts.join('-')
+}
+
+async function ensureInput(args, duck) {
+  if (args.input) {
+    const j = JSON.parse(fs.readFileSync(args.input, 'utf8'))
+    const files = Array.isArray(j) ? j : j.files
+    const m = { params: { input: args.input }, files, bytes: files.reduce((a, f) => a + fs.statSync(f).size, 0) }
+    return { ...m, ...(await describeInput(duck, files)), manifestPath: args.input, generated: false }
+  }
+  const dir = path.join(DATA, dataKey(args.gen, args.genExtra))
+  const manifestPath = path.join(dir, 'manifest.json')
+  if (fs.existsSync(manifestPath)) {
+    const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'))
+    const same = !fs.existsSync(GENERATOR) || m.generatorSha === generatorSha()
+    if (same && m.files.every(f => fs.existsSync(f))) return { ...m, manifestPath, generated: false }
+    if (!same) console.error('fixtures/gen-partition.js changed since the cached input was generated: regenerating')
+  }
+  if (!fs.existsSync(GENERATOR)) {
+    throw new Error(`${path.relative(ROOT, GENERATOR)} not found: cannot generate the input (use --input list.json)`)
+  }
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(dir, { recursive: true })
+  const params = { dir, ...args.gen, codec: 'SNAPPY', ...args.genExtra }
+  console.error(`generating input partition in ${path.relative(ROOT, dir)} ${JSON.stringify({ ...params, dir: undefined })} ...`)
+  const t0 = Date.now()
+  // The generator runs in its own process with a roomy heap; it reports its result as JSON.
+  const script = `
+    const { generatePartition } = require(${JSON.stringify(GENERATOR)})
+    generatePartition(${JSON.stringify(params)}).then(r => {
+      require('fs').writeFileSync(${JSON.stringify(path.join(dir, '.gen-result.json'))},
+        JSON.stringify({ files: r.files, rows: r.rows, bytes: r.bytes }))
+    }).catch(e => { console.error(e && e.stack || e); process.exit(1) })`
+  await new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--max-old-space-size=8192', '-e', script], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] })
+    p.on('exit', code => code === 0 ? resolve() : reject(new Error(`generator exited with ${code}`)))
+  })
+  const r = JSON.parse(fs.readFileSync(path.join(dir, '.gen-result.json'), 'utf8'))
+  const files = r.files.map(f => path.resolve(f))
+  const m = {
+    params: { ...params, dir: path.relative(ROOT, dir) },
+    files,
+    rows: r.rows,
+    bytes: r.bytes ?? files.reduce((a, f) => a + fs.statSync(f).size, 0),
+    generatedMs: Date.now() - t0,
+    generatedAt: new Date().toISOString(),
+    generatorSha: generatorSha(),
+    generatorHeader: generatorHeader(),
+  }
+  Object.assign(m, await describeInput(duck, files))
+  fs.writeFileSync(manifestPath, JSON.stringify(m, null, 1))
+  console.error(`generated ${files.length} files, ${m.rowCount} rows, ${fmtBytes(m.bytes)} in ${fmtSec(m.generatedMs)}`)
+  return { ...m, manifestPath, generated: true }
+}
+
+function generatorSha() {
+  return require('crypto').createHash('sha1').update(fs.readFileSync(GENERATOR)).digest('hex').slice(0, 12)
+}
+
+function generatorHeader() {
+  try {
+    const src = fs.readFileSync(GENERATOR, 'utf8')
+    const m = src.match(/^(?:#!.*\n)?\s*((?:\/\/.*\n)+|\/\*[\s\S]*?\*\/)/)
+    return m ? m[1].trim().slice(0, 4000) : null
+  } catch { return null }
+}
+
+async function describeInput(duck, files) {
+  const list = sqlList(files)
+  const r = (await duck.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM read_parquet(${list})`)).getRowObjectsJS()[0]
+  const cols = (await duck.runAndReadAll(`SELECT name FROM parquet_schema(${sqlList([files[0]])})`)).getRowObjectsJS().map(x => x.name)
+  let distinct = null
+  if (cols.includes(DEDUPE_COLUMN)) {
+    distinct = Number((await duck.runAndReadAll(
+      `SELECT count(DISTINCT ${DEDUPE_COLUMN})::BIGINT AS d FROM read_parquet(${list})`)).getRowObjectsJS()[0].d)
+  }
+  const meta = (await duck.runAndReadAll(
+    `SELECT sum(total_uncompressed_size)::BIGINT AS u, count(DISTINCT (file_name, row_group_id))::BIGINT AS rg
+       FROM parquet_metadata(${list})`)).getRowObjectsJS()[0]
+  return {
+    rowCount: Number(r.n),
+    distinctIds: distinct,
+    parquetUncompressedBytes: Number(meta.u),
+    inputRowGroups: Number(meta.rg),
+  }
+}
+
+// ---------------------------------------------------------------- one measured run
+
+function parseTimeV(text) {
+  const get = re => { const m = text.match(re); return m ? m[1] : null }
+  const wall = get(/Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/)
+  let wallMs = null
+  if (wall) wallMs = Math.round(wall.split(':').reduce((acc, x) => acc * 60 + Number(x), 0) * 1000)
+  const kb = get(/Maximum resident set size \(kbytes\): (\d+)/)
+  const user = get(/User time \(seconds\): ([\d.]+)/)
+  const sys = get(/System time \(seconds\): ([\d.]+)/)
+  const exit = get(/Exit status: (\d+)/)
+  const sig = get(/Command terminated by signal (\d+)/)
+  return {
+    timeWallMs: wallMs,
+    maxRssBytes: kb ? Number(kb) * 1024 : null,
+    cpuMs: user && sys ? Math.round((Number(user) + Number(sys)) * 1000) : null,
+    exitStatus: exit != null ? Number(exit) : null,
+    signal: sig != null ? Number(sig) : null,
+  }
+}
+
+/**
+ * Runs `cmd` ([program, ...args]) under `/usr/bin/time -v` in its own process group, with a
+ * watchdog (kills the tree past `maxRssGiB` or `timeoutMin`); `outDir` is emptied first and its
+ * Parquet files listed after. Resolves { ok, code, signal, outDir, wallMs, timeWallMs, maxRssBytes,
+ * cpuMs, exitStatus, signal, summary (the last JSON line on stdout), files, error }.
+ */
+function runTimed(cmd, { outDir, timeFile, maxRssGiB, timeoutMin }) {
+  killOnExit()
+  fs.rmSync(outDir, { recursive: true, force: true })
+  return new Promise(resolve => {
+    const t0 = process.hrtime.bigint()
+    // own process group, so the watchdog can kill time + node + anything they started
+    const p = spawn(TIME, ['-v', '-o', timeFile, ...cmd], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    current = p
+    let stdout = ''
+    let stderr = ''
+    let killed = null
+    let treePeak = 0
+    p.stdout.on('data', d => { stdout += d })
+    p.stderr.on('data', d => { stderr += d })
+    // Watchdog: a runaway tool must not take the (shared) machine down with it.
+    const maxRss = maxRssGiB * 1024 ** 3
+    const kill = why => {
+      if (killed) return
+      killed = why
+      try { process.kill(-p.pid, 'SIGKILL') } catch { /* gone */ }
+    }
+    const poll = setInterval(() => {
+      const rss = treeRss(p.pid)
+      if (rss > treePeak) treePeak = rss
+      if (rss > maxRss) kill(`watchdog: RSS ${fmtBytes(rss)} > --max-rss ${maxRssGiB} GiB`)
+    }, 250)
+    const timer = setTimeout(() => kill(`watchdog: timeout after ${timeoutMin} min`), timeoutMin * 60e3)
+    p.on('exit', (code, signal) => {
+      clearInterval(poll)
+      clearTimeout(timer)
+      current = null
+      const wallMs = Number(process.hrtime.bigint() - t0) / 1e6
+      const tv = fs.existsSync(timeFile) ? parseTimeV(fs.readFileSync(timeFile, 'utf8')) : {}
+      fs.rmSync(timeFile, { force: true })
+      let summary = null
+      const line = stdout.trim().split('\n').filter(l => l.startsWith('{')).pop()
+      if (line) { try { summary = JSON.parse(line) } catch { /* not JSON */ } }
+      const files = listParquet(outDir).map(f => ({ path: f, size: fs.statSync(f).size }))
+      const ok = code === 0 && !signal && !killed
+      if (killed) tv.maxRssBytes = treePeak
+      resolve({
+        ok, code, signal, outDir, wallMs, ...tv, summary, files,
+        error: ok ? null : killed ? `${killed} (after ${fmtSec(wallMs)})` : errorLine(stderr, code, signal, tv),
+      })
+    })
+  })
+}
+
+// The running child; the driver kills its process group when it exits (handlers installed by the
+// first runTimed, so the tool scripts that require this module keep the default signal handling).
+let current = null
+let handlers = false
+function killOnExit() {
+  if (handlers) return
+  handlers = true
+  process.on('exit', () => { if (current) try { process.kill(-current.pid, 'SIGKILL') } catch { /* gone */ } })
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
+}
+
+// Resident bytes of a process and all its descendants (Linux /proc).
+function treeRss(pid) {
+  let total = 0
+  const stack = [pid]
+  while (stack.length) {
+    const p = stack.pop()
+    try {
+      const m = fs.readFileSync(`/proc/${p}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)
+      if (m) total += Number(m[1]) * 1024
+      for (const t of fs.readdirSync(`/proc/${p}/task`)) {
+        const kids = fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').trim()
+        if (kids) stack.push(...kids.split(/\s+/).map(Number))
+      }
+    } catch { /* exited meanwhile */ }
+  }
+  return total
+}
+
+// The most telling line of a failed child's stderr (the error message, not the stack).
+function errorLine(stderr, code, signal, tv) {
+  const lines = stderr.split('\n').map(l => l.trim()).filter(Boolean)
+  const msg = lines.find(l => /error|ERR_|abort|out of memory|heap/i.test(l) && !l.startsWith('at ')) || lines[0]
+  const how = tv && tv.signal != null ? `killed by signal ${tv.signal}` : `exit ${code}${signal ? ' ' + signal : ''}`
+  return msg ? `${how}: ${msg}` : how
+}
+
+module.exports = {
+  readFileList, listParquet, writeSection,
+  ROOT, DATA, GENERATOR, TIME, DEDUPE_COLUMN, SEED_SHAPE,
+  MiB, fmtBytes, fmtSec, median, sqlList,
+  dataKey, ensureInput, describeInput, parseTimeV, runTimed,
+}

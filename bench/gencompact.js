@@ -3,7 +3,10 @@
 // gencompact (this package's Rust addon) for the compaction benchmark.
 //
 // CLI: node bench/gencompact.js [--target-bytes N] [--batch-bytes N] [--dedupe COLUMN] [--sort-by COL[,COL]]
-//                               [--partition-by COL[,COL]] <outDir> <file.parquet...|list.json>
+//                               [--partition-by COL[,COL]] [--compression zstd|snappy|...]
+//                               <outDir> <file.parquet...|list.json>
+//      (a list.json may hold `files` entries as objects, `{ path, location?, deletes? }`: they are
+//       passed through as they are; bench/deletes.js uses that)
 //      node bench/gencompact.js --idle    (loads the addon and exits: the idle process's RSS)
 // Runs require('..').compactGeneration(files, { outDir, targetFileBytes: 128 MiB, ... })
 // with the addon's defaults otherwise, and prints a JSON summary on stdout.
@@ -26,6 +29,7 @@ async function main() {
     } else if (a === '--target-bytes') opts.targetFileBytes = Number(argv[++i])
     else if (a === '--batch-bytes') opts.batchBytes = Number(argv[++i])
     else if (a === '--dedupe') opts.dedupeBy = argv[++i]
+    else if (a === '--compression') opts.compression = argv[++i]
     else if (a === '--sort-by') opts.sortBy = argv[++i].split(',').map(column => ({ column }))
     else if (a === '--partition-by') opts.partitionBy = argv[++i].split(',').map(column => ({ column }))
     else pos.push(a)
@@ -48,6 +52,7 @@ async function main() {
     outputFiles: res.files.length,
     inputFiles: res.inputFiles,
     rowsRead: res.rowsRead,
+    rowsDeleted: res.rowsDeleted,
     rowsWritten: res.rowsWritten,
     duplicatesDropped: res.duplicatesDropped,
     bytesRead: res.bytesRead,

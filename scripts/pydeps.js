@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 'use strict'
 // Ensures the Python side of the test suite: pyarrow (an independent Parquet reader), pyiceberg
-// (Iceberg's partition transforms, and a real table in __test__/iceberg.spec.js) and sqlalchemy
-// (pyiceberg's SQL catalog, on SQLite). Installs them with pip only when importing them fails;
-// exits non-zero when they still cannot be imported.
+// (Iceberg's partition transforms, and a real table in __test__/iceberg.spec.js), sqlalchemy
+// (pyiceberg's SQL catalog, on SQLite), pyroaring (the Roaring bitmaps of deletion vectors, and
+// pyiceberg's own deletion-vector reader) and duckdb (the expected rows in __test__/deletes.spec.js).
+// Installs them with pip only when importing them fails; exits non-zero when they still cannot be
+// imported.
 
 const { spawnSync } = require('child_process')
 
@@ -12,6 +14,8 @@ const MODULES = {
   pyarrow: 'pyarrow',
   pyiceberg: 'pyiceberg[sql-sqlite]>=0.12',
   sqlalchemy: 'pyiceberg[sql-sqlite]>=0.12',
+  pyroaring: 'pyroaring>=1.0',
+  duckdb: 'duckdb>=1.1',
 }
 
 function missing() {

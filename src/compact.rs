@@ -8,7 +8,7 @@ use crate::dedupe::Deduper;
 use crate::error::{CompactError, Result};
 use crate::options::Options;
 use crate::plan::build_plan;
-use crate::group::{group, FirstPass};
+use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::partition::Partitioner;
 use crate::read::{check_cancel, read_segments, ReadLimits, RowFilters};
 use crate::divert::Diverter;
@@ -18,7 +18,7 @@ use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
 use crate::write::{Calibration, Outputs, RollingWriter, WrittenFile};
 use crate::digest::Digest;
-use crate::verify::{verify, Fault};
+use crate::verify::{compare, verify, verify_file, Fault};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,9 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     if files.is_empty() {
         // An empty generation (everything expired): nothing to read, nothing to create.
         progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-        return Ok(CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0));
+        let mut report = CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0);
+        report.diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
+        return Ok(report);
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let plan = build_plan(&files)?;
@@ -82,7 +84,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         (Some(_), Some(d)) => Some(FirstPass { deduper: d, diverter: diverter.as_ref(), duplicates: Vec::new() }),
         _ => None,
     };
-    let groups = group(&plan, partitioner.as_mut(), deletes.as_ref(), first_pass.as_mut(), &limits, cancel)?;
+    let Groups { tuples: groups, equality_deleted } = group(&plan, partitioner.as_mut(), deletes.as_ref(), first_pass.as_mut(), &limits, cancel)?;
     let duplicates = first_pass.map(|fp| fp.duplicates);
     if duplicates.is_some() {
         deduper = None;
@@ -93,139 +95,180 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     let sort_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
     let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &limits };
     check_cancel(cancel)?;
-    let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
-    // Declared after `outputs`, so dropped (run files removed) before it.
-    let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix);
-    let mut written: Vec<(WrittenFile, Option<usize>)> = Vec::new();
-    let mut totals = Totals::default();
-    let mut last: Option<Instant> = None;
-    let mut calibration = Calibration::for_inputs(&plan);
-    // The surviving input rows, for `verify`; and a test-only injected fault.
-    let mut digest = Digest::default();
-    let mut fault = Fault::from_env();
-    for g in &groups {
-        // One tuple at a time: its own run of files.
-        let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
-        let mut sorter = match &opts.sort_by {
-            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
-            None => None,
-        };
-        let mut tick = |totals: &Totals, writer: &RollingWriter| {
-            if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
-                last = Some(Instant::now());
-                progress(&Progress {
-                    phase: "write",
-                    rows_read: totals.rows_read,
-                    rows_written: totals.rows_written + writer.rows_written,
-                    bytes_written: totals.bytes_closed + writer.bytes_written(),
-                    files_written: totals.files_closed + writer.files_written() as u64,
-                });
-            }
-        };
-        let mut select = |batch: &arrow_array::RecordBatch| -> Result<Vec<bool>> {
-            match (partitioner.as_mut(), g.tuple) {
-                (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
-                _ => Ok(vec![true; batch.num_rows()]),
-            }
-        };
-        let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
-        read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, mut batch| {
-            crate::testhooks::pause("read");
-            totals.rows_read += batch.batch.num_rows() as u64 + batch.deleted + batch.duplicates;
-            totals.rows_deleted += batch.deleted;
-            duplicates_dropped += batch.duplicates;
-            if let Some(d) = diverter.as_mut() {
-                batch = d.split(batch)?;
-            }
-            if let Some(d) = deduper.as_mut() {
-                let n = batch.batch.num_rows();
-                let kept = d.filter(batch.batch)?;
-                batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
-                batch.batch = kept;
-            }
-            if batch.batch.num_rows() == 0 {
-                return Ok(());
-            }
-            if opts.verify {
-                digest.add(&batch.batch)?;
-            }
-            if let Some(f) = fault {
-                if f.apply(&mut batch.batch)? {
-                    fault = None;
+    // With more than one thread, each file is verified as soon as it closes, beside writing.
+    let verify_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
+    std::thread::scope(|scope| {
+        let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
+        let mut verifier = None;
+        if opts.verify && opts.threads > 1 {
+            let (tx, rx) = std::sync::mpsc::channel::<(std::path::PathBuf, u64)>();
+            let (plan, limits) = (&plan, &verify_limits);
+            let handle = scope.spawn(move || -> Result<Digest> {
+                crate::testhooks::pause("verify");
+                let mut found = Digest::default();
+                for (path, rows) in rx {
+                    verify_file(&path, rows, plan, limits, cancel, &mut found)?;
                 }
+                Ok(found)
+            });
+            verifier = Some((tx, handle));
+        }
+        // Declared after `outputs`, so dropped (run files removed) before it.
+        let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix);
+        let mut written: Vec<(WrittenFile, Option<usize>)> = Vec::new();
+        let mut totals = Totals::default();
+        // Rows skipped without decoding (deleted positions, later dedupe occurrences), counted once
+        // from the bitmaps: their row groups may be read for several tuples, or not at all.
+        for (i, input) in plan.inputs.iter().enumerate() {
+            let deleted = deletes.as_ref().map(|d| d.positions_deleted(i, input.rows)).unwrap_or(0);
+            let dups = duplicates.as_ref().and_then(|d| d.get(i)).and_then(|b| b.as_ref()).map(|b| b.range_cardinality(0..input.rows)).unwrap_or(0);
+            totals.rows_read += deleted + dups;
+            totals.rows_deleted += deleted;
+            duplicates_dropped += dups;
+        }
+        // With tuples, equality deletes were counted while grouping.
+        totals.rows_read += equality_deleted.unwrap_or(0);
+        totals.rows_deleted += equality_deleted.unwrap_or(0);
+        let count_equality_deletes = equality_deleted.is_none();
+        let mut last: Option<Instant> = None;
+        let mut calibration = Calibration::for_inputs(&plan);
+        // The surviving input rows, for `verify`; and a test-only injected fault.
+        let mut digest = Digest::default();
+        let mut fault = Fault::from_env();
+        for g in &groups {
+            // One tuple at a time: its own run of files.
+            let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
+            if let Some((tx, _)) = &verifier {
+                writer.notify_closed(tx.clone());
             }
-            match sorter.as_mut() {
-                Some(s) => s.push(batch)?,
-                None => writer.write(batch)?,
-            }
-            tick(&totals, &writer);
-            Ok(())
-        })?;
-        if let Some(s) = sorter {
-            s.finish(|batch| {
-                writer.write(batch)?;
+            let mut sorter = match &opts.sort_by {
+                Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
+                None => None,
+            };
+            let mut tick = |totals: &Totals, writer: &RollingWriter| {
+                if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+                    last = Some(Instant::now());
+                    progress(&Progress {
+                        phase: "write",
+                        rows_read: totals.rows_read,
+                        rows_written: totals.rows_written + writer.rows_written,
+                        bytes_written: totals.bytes_closed + writer.bytes_written(),
+                        files_written: totals.files_closed + writer.files_written() as u64,
+                    });
+                }
+            };
+            let mut select = |batch: &arrow_array::RecordBatch| -> Result<Vec<bool>> {
+                match (partitioner.as_mut(), g.tuple) {
+                    (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
+                    _ => Ok(vec![true; batch.num_rows()]),
+                }
+            };
+            let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
+            read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, mut batch| {
+                crate::testhooks::pause("read");
+                if count_equality_deletes {
+                    totals.rows_read += batch.deleted;
+                    totals.rows_deleted += batch.deleted;
+                }
+                totals.rows_read += batch.batch.num_rows() as u64;
+                if let Some(d) = diverter.as_mut() {
+                    batch = d.split(batch)?;
+                }
+                if let Some(d) = deduper.as_mut() {
+                    let n = batch.batch.num_rows();
+                    let kept = d.filter(batch.batch)?;
+                    batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
+                    batch.batch = kept;
+                }
+                if batch.batch.num_rows() == 0 {
+                    return Ok(());
+                }
+                if opts.verify {
+                    digest.add(&batch.batch)?;
+                }
+                if let Some(f) = fault {
+                    if f.apply(&mut batch.batch)? {
+                        fault = None;
+                    }
+                }
+                match sorter.as_mut() {
+                    Some(s) => s.push(batch)?,
+                    None => writer.write(batch)?,
+                }
                 tick(&totals, &writer);
                 Ok(())
             })?;
+            if let Some(s) = sorter {
+                s.finish(|batch| {
+                    writer.write(batch)?;
+                    tick(&totals, &writer);
+                    Ok(())
+                })?;
+            }
+            totals.rows_written += writer.rows_written;
+            let (files, measured) = writer.finish()?;
+            calibration = measured;
+            totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
+            totals.files_closed += files.len() as u64;
+            written.extend(files.into_iter().map(|f| (f, g.tuple)));
         }
-        totals.rows_written += writer.rows_written;
-        let (files, measured) = writer.finish()?;
-        calibration = measured;
-        totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
-        totals.files_closed += files.len() as u64;
-        written.extend(files.into_iter().map(|f| (f, g.tuple)));
-    }
-    if let Some(d) = diverter.as_mut() {
-        d.finish()?;
-    }
-    let snapshot = |phase| Progress {
-        phase,
-        rows_read: totals.rows_read,
-        rows_written: totals.rows_written,
-        bytes_written: totals.bytes_closed,
-        files_written: totals.files_closed,
-    };
-    let (files_written, tuples): (Vec<WrittenFile>, Vec<Option<usize>>) = written.into_iter().unzip();
-    check_cancel(cancel)?;
-    if opts.verify {
-        progress(&snapshot("verify"));
-        verify(&files_written, &plan, &limits, &digest, cancel)?;
-    }
-    check_cancel(cancel)?;
-    outputs.publish(&files_written)?;
-    if let Some(d) = diverter.as_mut() {
-        d.publish()?;
-    }
-    check_cancel(cancel)?;
-    let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
-    report.rows_deleted = totals.rows_deleted;
-    report.duplicates_dropped = duplicates_dropped + deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
-    report.diverted = diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));
-    report.files_spilled = spill.files_spilled;
-    report.bytes_spilled = spill.bytes_spilled;
-    report.intermediate_merges = spill.intermediate_merges;
-    for file in report.files.iter_mut() {
-        file.location = data_file_location(opts.out_location.as_deref(), &file.path);
-    }
-    if opts.sort_by.is_some() {
-        // Every file of a sorted call is sorted end to end within its tuple.
+        if let Some(d) = diverter.as_mut() {
+            d.finish()?;
+        }
+        let snapshot = |phase| Progress {
+            phase,
+            rows_read: totals.rows_read,
+            rows_written: totals.rows_written,
+            bytes_written: totals.bytes_closed,
+            files_written: totals.files_closed,
+        };
+        let (files_written, tuples): (Vec<WrittenFile>, Vec<Option<usize>>) = written.into_iter().unzip();
+        check_cancel(cancel)?;
+        if let Some((tx, handle)) = verifier {
+            progress(&snapshot("verify"));
+            drop(tx);
+            let found = handle.join().map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::guard::panic_message(&*p))))??;
+            compare(&found, &digest, files_written.first().map(|f| f.tmp_path.as_path()))?;
+        } else if opts.verify {
+            progress(&snapshot("verify"));
+            verify(&files_written, &plan, &limits, &digest, cancel)?;
+        }
+        check_cancel(cancel)?;
+        outputs.publish(&files_written)?;
+        if let Some(d) = diverter.as_mut() {
+            d.publish()?;
+        }
+        check_cancel(cancel)?;
+        let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
+        report.rows_deleted = totals.rows_deleted;
+        report.duplicates_dropped = duplicates_dropped + deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
+        report.diverted = diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));
+        report.files_spilled = spill.files_spilled;
+        report.bytes_spilled = spill.bytes_spilled;
+        report.intermediate_merges = spill.intermediate_merges;
         for file in report.files.iter_mut() {
-            file.sort_order_id = opts.sort_order_id;
+            file.location = data_file_location(opts.out_location.as_deref(), &file.path);
         }
-    }
-    if let Some(p) = &partitioner {
-        for (file, tuple) in report.files.iter_mut().zip(tuples) {
-            if let Some(values) = tuple.and_then(|t| p.tuples.get(t)) {
-                file.partition = values.clone();
+        if opts.sort_by.is_some() {
+            // Every file of a sorted call is sorted end to end within its tuple.
+            for file in report.files.iter_mut() {
+                file.sort_order_id = opts.sort_order_id;
             }
         }
-    }
-    outputs.commit();
-    if let Some(d) = diverter {
-        d.commit();
-    }
-    progress(&snapshot("done"));
-    Ok(report)
+        if let Some(p) = &partitioner {
+            for (file, tuple) in report.files.iter_mut().zip(tuples) {
+                if let Some(values) = tuple.and_then(|t| p.tuples.get(t)) {
+                    file.partition = values.clone();
+                }
+            }
+        }
+        outputs.commit();
+        if let Some(d) = diverter {
+            d.commit();
+        }
+        progress(&snapshot("done"));
+        Ok(report)
+    })
 }
 
 /// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.

@@ -100,7 +100,7 @@ impl<'a> Diverter<'a> {
         let kept = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
         self.write(&diverted, batch.decoded_bytes * hits / n.max(1))?;
         let share = kept.num_rows() as f64 / n.max(1) as f64;
-        Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept, deleted: batch.deleted, duplicates: batch.duplicates, positions: Vec::new() })
+        Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept, deleted: batch.deleted, positions: Vec::new() })
     }
 
     fn write(&mut self, rows: &RecordBatch, decoded_bytes: usize) -> Result<()> {
@@ -211,7 +211,8 @@ impl<'a> Diverter<'a> {
                 texts
                     .into_iter()
                     .map(|text| {
-                        let Some(text) = text.filter(|t| contains(t.as_bytes())) else { return false };
+                        // (A JSON text with escapes may spell the value differently: parse it.)
+                        let Some(text) = text.filter(|t| t.contains('\\') || contains(t.as_bytes())) else { return false };
                         let Ok(mut v) = serde_json::from_str::<Value>(text) else { return false };
                         for key in &self.spec.path {
                             match v.get_mut(key.as_str()).map(Value::take) {

@@ -1,6 +1,7 @@
-//! Gate: how concurrent calls share the machine. Each call runs on one blocking thread; at
-//! most `limit()` calls run at once (by default the number of cores,
-//! `GENCOMPACT_MAX_CONCURRENT_CALLS` overrides it). The others wait in arrival order as futures
+//! Gate: how concurrent calls share the machine. It holds one slot per core (by default;
+//! `GENCOMPACT_MAX_CONCURRENT_CALLS` overrides the count) and a call takes as many slots as
+//! the threads it may use (`threads`, at most all slots), so concurrent calls share the cores
+//! instead of oversubscribing them. The others wait in arrival order as futures
 //! on the addon's async runtime — without a thread of their own, so N queued calls cost N small
 //! futures, and the blocking pool (and the allocator arenas its threads use) never grows past
 //! the limit. Peak memory is that many single-call bounds however many calls the server
@@ -41,11 +42,13 @@ impl Gate {
         self.limit
     }
 
-    /// Waits (first come, first served) until this call may run, or until `cancel` is set
-    /// (`ERR_ABORTED`). Must run on a tokio runtime with its timer enabled.
-    pub async fn enter(&self, cancel: &AtomicBool) -> Result<Permit> {
+    /// Waits (first come, first served) until `threads` of the gate's slots are free for this
+    /// call (at most all of them), or until `cancel` is set (`ERR_ABORTED`). Must run on a tokio
+    /// runtime with its timer enabled.
+    pub async fn enter(&self, cancel: &AtomicBool, threads: usize) -> Result<Permit> {
+        let n = u32::try_from(threads.clamp(1, self.limit)).unwrap_or(1);
         // One acquire future, polled until it completes: the call keeps its place in the queue.
-        let mut acquire = Box::pin(self.slots.clone().acquire_owned());
+        let mut acquire = Box::pin(self.slots.clone().acquire_many_owned(n));
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Err(CompactError::Aborted);
@@ -87,7 +90,7 @@ mod tests {
             for i in 0..8 {
                 let (gate, running, peak, order) = (gate.clone(), running.clone(), peak.clone(), order.clone());
                 tasks.push(tokio::spawn(async move {
-                    let permit = gate.enter(&AtomicBool::new(false)).await.unwrap();
+                    let permit = gate.enter(&AtomicBool::new(false), 1).await.unwrap();
                     order.lock().unwrap().push(i);
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
@@ -107,18 +110,18 @@ mod tests {
 
         // Both places taken: a third call waits, aborts, and a fourth still gets in afterwards.
         rt.block_on(async {
-            let a = gate.enter(&AtomicBool::new(false)).await.unwrap();
-            let b = gate.enter(&AtomicBool::new(false)).await.unwrap();
+            let a = gate.enter(&AtomicBool::new(false), 1).await.unwrap();
+            let b = gate.enter(&AtomicBool::new(false), 1).await.unwrap();
             let cancel = Arc::new(AtomicBool::new(false));
             let waiting = {
                 let (gate, cancel) = (gate.clone(), cancel.clone());
-                tokio::spawn(async move { gate.enter(&cancel).await.map(|_| ()).map_err(|e| e.code()) })
+                tokio::spawn(async move { gate.enter(&cancel, 1).await.map(|_| ()).map_err(|e| e.code()) })
             };
             tokio::time::sleep(Duration::from_millis(50)).await;
             cancel.store(true, Ordering::SeqCst);
             assert_eq!(waiting.await.unwrap(), Err("ERR_ABORTED"));
             drop((a, b));
-            assert!(gate.enter(&AtomicBool::new(false)).await.is_ok());
+            assert!(gate.enter(&AtomicBool::new(false), 1).await.is_ok());
         });
     }
 }

@@ -19,6 +19,14 @@ use arrow_array::BooleanArray;
 use crate::read::{all_segments, read_segments, ReadLimits, RowFilters, Segment};
 use std::sync::atomic::AtomicBool;
 
+/// What grouping found: the tuples, and (with `partitionBy`) the rows equality deletes
+/// removed, counted here once (a row group is read for each of its tuples, or for none when
+/// no row survives).
+pub struct Groups {
+    pub tuples: Vec<TupleGroup>,
+    pub equality_deleted: Option<u64>,
+}
+
 /// The row groups of one partition tuple (or of the whole call, without `partitionBy`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TupleGroup {
@@ -49,7 +57,7 @@ pub fn group(
     mut first_pass: Option<&mut FirstPass>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
-) -> Result<Vec<TupleGroup>> {
+) -> Result<Groups> {
     let Some(partitioner) = partitioner else {
         // The input bytes of the rows that survive position deletes (equality deletes are
         // found only while reading).
@@ -62,7 +70,7 @@ pub fn group(
                 input.data_bytes as f64 * (input.rows.saturating_sub(deleted)) as f64 / input.rows.max(1) as f64
             })
             .sum();
-        return Ok(vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes }]);
+        return Ok(Groups { tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes }], equality_deleted: None });
     };
     let mut roots = partitioner.source_roots();
     if let Some(fp) = first_pass.as_deref_mut() {
@@ -87,7 +95,9 @@ pub fn group(
         }
     };
     let filters = RowFilters { deletes, positions: first_pass.is_some(), ..RowFilters::default() };
+    let mut equality_deleted = 0u64;
     read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| {
+        equality_deleted += batch.deleted;
         if batch.batch.num_rows() == 0 {
             return Ok(());
         }
@@ -143,5 +153,5 @@ pub fn group(
         Ok(())
     })?;
     finish(&mut groups, current.take());
-    Ok(groups)
+    Ok(Groups { tuples: groups, equality_deleted: Some(equality_deleted) })
 }

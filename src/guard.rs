@@ -63,17 +63,20 @@ pub struct GuardedInput {
     len: u64,
     page_cap: u64,
     enabled: bool,
+    /// Where the pages whose headers were checked begin: parquet-rs, when it skips rows (a row
+    /// selection), peeks a header and later reads the page body from there.
+    bodies: std::sync::Mutex<std::collections::HashSet<u64>>,
 }
 
 impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let len = file.metadata()?.len();
-        Ok(GuardedInput { file, len, page_cap, enabled: !disabled("input") })
+        Ok(GuardedInput { file, len, page_cap, enabled: !disabled("input"), bodies: Default::default() })
     }
 
     pub fn try_clone(&self) -> std::io::Result<Self> {
-        Ok(GuardedInput { file: self.file.try_clone()?, len: self.len, page_cap: self.page_cap, enabled: self.enabled })
+        Ok(GuardedInput { file: self.file.try_clone()?, len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default() })
     }
 
     /// Checks the footer's schema depth (see `check_footer`).
@@ -127,6 +130,9 @@ impl GuardedInput {
         if compressed > self.len.saturating_sub(start) {
             return Err(format!("page at offset {start} declares {compressed} bytes, past the end of the file ({} bytes)", self.len));
         }
+        if let Ok(mut bodies) = self.bodies.lock() {
+            bodies.insert(start + consumed);
+        }
         input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
     }
 }
@@ -150,7 +156,8 @@ impl ChunkReader for GuardedInput {
         let mut file = self.file.try_clone()?;
         file.seek(SeekFrom::Start(start))?;
         let mut input = BufReader::new(file);
-        if self.enabled && start.saturating_add(8) < self.len {
+        let body = self.bodies.lock().map(|b| b.contains(&start)).unwrap_or(false);
+        if self.enabled && !body && start.saturating_add(8) < self.len {
             self.check_page_header(start, &mut input).map_err(ParquetError::General)?;
         }
         Ok(input)

@@ -278,6 +278,10 @@ pub struct CompactOptions {
     /// Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
     /// the output's absolute path.
     pub out_location: Option<String>,
+    /// Threads this call may use (default: the machine's available parallelism); concurrent
+    /// calls share the cores through the call gate. With more than one, verification runs
+    /// beside writing.
+    pub threads: Option<f64>,
     /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
     pub file_name_prefix: Option<String>,
     /// Re-read the outputs before publishing: row counts and a content digest of every row
@@ -361,7 +365,7 @@ pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unkn
     let work = async move {
         let outcome = match prepared {
             Err(e) => Err(e),
-            Ok(Prepared { files, options, cancel, progress }) => match Gate::global().enter(&cancel).await {
+            Ok(Prepared { files, options, cancel, progress }) => match Gate::global().enter(&cancel, options.threads).await {
                 // At most `Gate::limit()` calls run at once; the rest wait above, as futures
                 // holding no thread, off the event loop.
                 Err(e) => Err(e),

@@ -41,7 +41,7 @@ impl RawValue {
 /// Option keys of API.md. `signal` and `onProgress` are consumed by the N-API layer.
 pub const KNOWN_KEYS: &[&str] = &[
     "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
-    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "divert", "outLocation", "signal",
+    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "divert", "outLocation", "threads", "signal",
     "onProgress",
 ];
 
@@ -77,6 +77,8 @@ pub struct Options {
     pub divert: Option<DivertSpec>,
     /// Location prefix for `dataFile.file_path` (default: the absolute output path).
     pub out_location: Option<String>,
+    /// Threads one call may use (default: the machine's available parallelism).
+    pub threads: usize,
 }
 
 /// `divert: { column, path?, equals, to }`.
@@ -116,6 +118,7 @@ impl Options {
             tmp_dir: None,
             divert: None,
             out_location: None,
+            threads: available_threads(),
         }
     }
 
@@ -159,6 +162,9 @@ impl Options {
         let level = integer(&get("compressionLevel"), "compressionLevel", -1e9, 1e9)?;
         opts.compression = compression(&get("compression"), level)?;
         opts.divert = divert(&get("divert"))?;
+        if let Some(n) = integer(&get("threads"), "threads", 1.0, 1024.0)? {
+            opts.threads = n as usize;
+        }
         match get("outLocation") {
             RawValue::Undefined | RawValue::Null => {}
             RawValue::String(s) if !s.is_empty() => opts.out_location = Some(s),
@@ -320,6 +326,11 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
         fields.push(PartitionField { column, transform, name });
     }
     Ok((!fields.is_empty()).then_some(fields))
+}
+
+/// The machine's available parallelism (at least 1).
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// `divert: { column, path?, equals, to }`.
@@ -564,6 +575,8 @@ mod tests {
             vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("to".into(), RawValue::String("/tmp/d".into()))]))],
             vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("equals".into(), RawValue::Null), ("to".into(), RawValue::String("/tmp/d".into()))]))],
             vec![base.clone(), ("outLocation", RawValue::Number(1.0))],
+            vec![base.clone(), ("threads", RawValue::Number(0.0))],
+            vec![base.clone(), ("threads", RawValue::Number(1.5))],
             vec![base.clone(), ("partitionBy", RawValue::Array(vec![
                 RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("name".into(), RawValue::String("p".into()))]),
                 RawValue::Object(vec![("column".into(), RawValue::String("b".into())), ("name".into(), RawValue::String("p".into()))]),

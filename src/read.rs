@@ -20,6 +20,7 @@ use crate::unify::same_field;
 use crate::iceberg::deletes::DeleteIndex;
 use arrow_array::BooleanArray;
 use roaring::RoaringTreemap;
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type};
 use arrow_array::{make_array, new_null_array, ArrayRef, Float64Array, Int64Array};
@@ -43,10 +44,9 @@ pub struct Batch {
     pub decoded_bytes: usize,
     /// The share of the input's compressed bytes these rows came from.
     pub input_bytes: f64,
-    /// Rows the read stage dropped from this batch because the table deleted them.
+    /// Rows of this batch's row group the table deleted by equality deletes (counted among
+    /// the selected tuple's rows).
     pub deleted: u64,
-    /// Rows it dropped as later occurrences of a dedupe key (`RowFilters::duplicates`).
-    pub duplicates: u64,
     /// Each row's position in its input, when `RowFilters::positions` asked for them.
     pub positions: Vec<u64>,
 }
@@ -132,7 +132,17 @@ pub fn read_segments(
             continue;
         }
         // Row position of the row group's first row in its file (what deletes reference).
-        let mut position: u64 = meta.metadata().row_groups()[..segment.row_group].iter().map(|r| r.num_rows().max(0) as u64).sum();
+        let rg_start: u64 = meta.metadata().row_groups()[..segment.row_group].iter().map(|r| r.num_rows().max(0) as u64).sum();
+        let skip = Skip::plan(
+            rg_start,
+            rows,
+            filters.deletes.and_then(|d| d.positions(segment.input)),
+            filters.duplicates.and_then(|d| d.get(segment.input)).and_then(|b| b.as_ref()),
+            filters.positions,
+        );
+        if skip.selection.as_ref().is_some_and(|s| !s.selects_any()) {
+            continue;
+        }
         let roots: Option<Vec<usize>> = roots.map(|r| {
             let mut r = r.to_vec();
             for name in filters.deletes.map(|d| d.key_columns(segment.input)).unwrap_or_default() {
@@ -147,14 +157,24 @@ pub fn read_segments(
         let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
-        let batch_size = rows_per_batch(per_row, limits).min(rows);
+        let mut batch_size = rows_per_batch(per_row, limits).min(rows);
+        if skip.selection.is_some() {
+            // parquet-rs applies a scattered selection by decoding whole batches and filtering
+            // them: a decoded batch and its filtered copy are alive together, so each is half.
+            batch_size = batch_size.div_ceil(2);
+        }
         let mut b = builder(path, file, meta)?.with_row_groups(vec![segment.row_group]).with_batch_size(batch_size);
         // (An input whose schema differs from the unified one is decoded whole, then adapted.)
         if let (Some(r), None) = (roots, adapter) {
             b = b.with_projection(ProjectionMask::roots(&descr, r.iter().copied()));
         }
+        if let Some(selection) = skip.selection.clone() {
+            b = b.with_row_selection(selection);
+        }
         let mut reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
+        // Rows decoded so far from this row group (an index into the selected rows).
+        let mut done = 0usize;
         loop {
             check_cancel(cancel)?;
             let batch = match contain(|| reader.next()) {
@@ -168,71 +188,104 @@ pub fn read_segments(
                 None => batch,
             };
             let decoded_rows = batch.num_rows();
+            let positions = filters.positions.then(|| skip.positions(rg_start, done, decoded_rows));
+            done += decoded_rows;
             let deleted = match filters.deletes {
-                Some(d) => d.deleted(segment.input, position, &batch)?,
+                Some(d) => d.equality_deleted(segment.input, &batch)?,
                 None => None,
             };
-            position += decoded_rows as u64;
             let selected = match (&mut filters.select, segment.mixed) {
                 (Some(select), true) => Some(select(&batch)?),
                 _ => None,
             };
-            let duplicates = match filters.duplicates.and_then(|d| d.get(segment.input)) {
-                Some(Some(bitmap)) if bitmap.range_cardinality(position - decoded_rows as u64..position) > 0 => {
-                    Some((0..decoded_rows as u64).map(|i| bitmap.contains(position - decoded_rows as u64 + i)).collect::<Vec<bool>>())
-                }
-                _ => None,
-            };
-            let first = position - decoded_rows as u64;
-            let dropped = drop_rows(batch, selected.as_deref(), deleted.as_deref(), duplicates.as_deref(), filters.positions.then_some(first))?;
+            let dropped = drop_rows(batch, selected.as_deref(), deleted.as_deref(), positions)?;
             let n = dropped.batch.num_rows();
-            if n == 0 && dropped.deleted == 0 && dropped.duplicates == 0 {
+            if n == 0 && dropped.deleted == 0 {
                 continue;
             }
             let decoded_bytes = decoded_size(&dropped.batch);
             let input_bytes = rg_bytes * n as f64 / rows as f64;
-            let Dropped { batch, deleted, duplicates, positions } = dropped;
-            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, duplicates, positions })?;
+            let Dropped { batch, deleted, positions } = dropped;
+            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions })?;
         }
     }
     Ok(())
 }
 
+/// The rows of one row group that are never decoded: positions the table deleted (position
+/// deletes, deletion vectors) and later occurrences of a dedupe key found by a first pass.
+/// (The call counts them from the bitmaps, once: a row group may be read for several tuples,
+/// or for none when all its rows are skipped.)
+struct Skip {
+    selection: Option<RowSelection>,
+    /// The positions of the selected rows, when asked for and some rows are skipped.
+    kept: Option<Vec<u64>>,
+}
+
+impl Skip {
+    fn plan(start: u64, rows: usize, deleted: Option<&RoaringTreemap>, duplicates: Option<&RoaringTreemap>, want_positions: bool) -> Skip {
+        let end = start + rows as u64;
+        let any = |b: Option<&RoaringTreemap>| b.is_some_and(|b| b.range_cardinality(start..end) > 0);
+        if !any(deleted) && !any(duplicates) {
+            return Skip { selection: None, kept: None };
+        }
+        let mut runs: Vec<RowSelector> = Vec::new();
+        let mut kept = want_positions.then(Vec::new);
+        for p in start..end {
+            let is_deleted = deleted.is_some_and(|b| b.contains(p));
+            let is_dup = !is_deleted && duplicates.is_some_and(|b| b.contains(p));
+            let skip = is_deleted || is_dup;
+            if !skip {
+                if let Some(k) = kept.as_mut() {
+                    k.push(p);
+                }
+            }
+            match runs.last_mut() {
+                Some(last) if last.skip == skip => last.row_count += 1,
+                _ => runs.push(if skip { RowSelector::skip(1) } else { RowSelector::select(1) }),
+            }
+        }
+        Skip { selection: Some(RowSelection::from(runs)), kept }
+    }
+
+    /// Positions of the `n` selected rows after the first `done`.
+    fn positions(&self, start: u64, done: usize, n: usize) -> Vec<u64> {
+        match &self.kept {
+            Some(kept) => kept.iter().skip(done).take(n).copied().collect(),
+            None => (start + done as u64..start + (done + n) as u64).collect(),
+        }
+    }
+}
+
 struct Dropped {
     batch: RecordBatch,
     deleted: u64,
-    duplicates: u64,
     positions: Vec<u64>,
 }
 
-/// The rows of `batch` that `selected` keeps (all without it) and neither `deleted` nor
-/// `duplicates` marks; how many selected rows each removed (a deleted row counts as deleted
-/// only); with `first` (the batch's first row position), the kept rows' positions.
-fn drop_rows(batch: RecordBatch, selected: Option<&[bool]>, deleted: Option<&[bool]>, duplicates: Option<&[bool]>, first: Option<u64>) -> Result<Dropped> {
+/// The rows of `batch` that `selected` keeps (all without it) and `deleted` does not mark; how
+/// many selected rows `deleted` removed; the kept rows' `positions`.
+fn drop_rows(batch: RecordBatch, selected: Option<&[bool]>, deleted: Option<&[bool]>, positions: Option<Vec<u64>>) -> Result<Dropped> {
     let n = batch.num_rows();
-    if selected.is_none() && deleted.is_none() && duplicates.is_none() {
-        let positions = first.map(|f| (f..f + n as u64).collect()).unwrap_or_default();
-        return Ok(Dropped { batch, deleted: 0, duplicates: 0, positions });
+    if selected.is_none() && deleted.is_none() {
+        return Ok(Dropped { batch, deleted: 0, positions: positions.unwrap_or_default() });
     }
-    let mark = |m: Option<&[bool]>, i: usize| m.is_some_and(|m| m.get(i).copied().unwrap_or(false));
-    let (mut gone, mut dups) = (0u64, 0u64);
-    let mut positions = Vec::new();
+    let mut gone = 0u64;
+    let mut kept_positions = Vec::new();
     let keep: BooleanArray = (0..n)
         .map(|i| {
             let chosen = selected.is_none_or(|s| s.get(i).copied().unwrap_or(false));
-            let is_deleted = mark(deleted, i);
-            let is_dup = !is_deleted && mark(duplicates, i);
+            let is_deleted = deleted.is_some_and(|d| d.get(i).copied().unwrap_or(false));
             gone += u64::from(chosen && is_deleted);
-            dups += u64::from(chosen && is_dup);
-            let kept = chosen && !is_deleted && !is_dup;
-            if let (true, Some(f)) = (kept, first) {
-                positions.push(f + i as u64);
+            let kept = chosen && !is_deleted;
+            if let (true, Some(p)) = (kept, positions.as_ref().and_then(|p| p.get(i))) {
+                kept_positions.push(*p);
             }
             Some(kept)
         })
         .collect();
     let kept = arrow_select::filter::filter_record_batch(&batch, &keep).map_err(|e| CompactError::Internal(format!("dropping rows: {e}")))?;
-    Ok(Dropped { batch: kept, deleted: gone, duplicates: dups, positions })
+    Ok(Dropped { batch: kept, deleted: gone, positions: kept_positions })
 }
 
 /// An input's reader metadata decoding into the plan's Arrow schema when its Parquet schema is

@@ -126,7 +126,7 @@ impl<'a> Sorter<'a> {
         let (rows, input_bytes) = (self.rows.max(1) as f64, self.input_bytes);
         let mut emit = |b: RecordBatch| {
             let share = b.num_rows() as f64 / rows;
-            sink(Batch { decoded_bytes: decoded_size(&b), input_bytes: input_bytes * share, batch: b, deleted: 0, duplicates: 0, positions: Vec::new() })
+            sink(Batch { decoded_bytes: decoded_size(&b), input_bytes: input_bytes * share, batch: b, deleted: 0, positions: Vec::new() })
         };
         let out_bytes = self.budget / OUTPUT_SHARE;
         if self.runs.is_empty() {

@@ -4,7 +4,12 @@
 //! reading and dedupe: the same count and the same order-independent content digest. A
 //! mismatch is `ERR_VERIFY_FAILED`, and nothing is published.
 //!
-//! Memory: one decoded batch of one output at a time (sized as the read stage sizes batches).
+//! With more than one thread, each output is verified on a thread of its own as soon as it
+//! closes, while later files are written (`verify_file`), and the digests are compared at the
+//! end (`compare`).
+//!
+//! Memory: one decoded batch of one output at a time (sized as the read stage sizes batches;
+//! a quarter of `batchBytes` when it runs beside writing).
 
 use crate::digest::Digest;
 use crate::error::{CompactError, Result};
@@ -14,37 +19,50 @@ use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, ReadLimits};
 use crate::write::WrittenFile;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use std::fs::File;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 pub fn verify(files: &[WrittenFile], plan: &Plan, limits: &ReadLimits, expected: &Digest, cancel: &AtomicBool) -> Result<()> {
     crate::testhooks::pause("verify");
     let mut found = Digest::default();
     for f in files {
-        check_cancel(cancel)?;
-        let fail = |msg: String| CompactError::VerifyFailed { path: f.tmp_path.display().to_string(), msg };
-        let file = File::open(&f.tmp_path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
-        let options = base_reader_options().with_schema(plan.arrow_schema.clone());
-        let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| fail(format!("unreadable: {e}")))?;
-        let rows = meta.metadata().file_metadata().num_rows().max(0) as u64;
-        if rows != f.rows {
-            return Err(fail(format!("footer says {rows} rows, {} were written", f.rows)));
-        }
-        for (i, rg) in meta.metadata().row_groups().iter().enumerate() {
-            let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None), limits);
-            let handle = file.try_clone().map_err(|e| CompactError::io(&f.tmp_path, &e))?;
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
-                .with_row_groups(vec![i])
-                .with_batch_size(batch_size)
-                .build()
-                .map_err(|e| fail(format!("row group {i}: {e}")))?;
-            for batch in reader {
-                check_cancel(cancel)?;
-                found.add(&batch.map_err(|e| fail(format!("row group {i}: {e}")))?)?;
-            }
+        verify_file(&f.tmp_path, f.rows, plan, limits, cancel, &mut found)?;
+    }
+    compare(&found, expected, files.first().map(|f| f.tmp_path.as_path()))
+}
+
+/// Re-reads one closed output: its footer's row count against `rows`, then every row into
+/// `found`.
+pub fn verify_file(path: &Path, rows: u64, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+    check_cancel(cancel)?;
+    let fail = |msg: String| CompactError::VerifyFailed { path: path.display().to_string(), msg };
+    let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
+    let options = base_reader_options().with_schema(plan.arrow_schema.clone());
+    let meta = ArrowReaderMetadata::load(&file, options).map_err(|e| fail(format!("unreadable: {e}")))?;
+    let in_footer = meta.metadata().file_metadata().num_rows().max(0) as u64;
+    if in_footer != rows {
+        return Err(fail(format!("footer says {in_footer} rows, {rows} were written")));
+    }
+    for (i, rg) in meta.metadata().row_groups().iter().enumerate() {
+        let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None), limits);
+        let handle = file.try_clone().map_err(|e| CompactError::io(path, &e))?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
+            .with_row_groups(vec![i])
+            .with_batch_size(batch_size)
+            .build()
+            .map_err(|e| fail(format!("row group {i}: {e}")))?;
+        for batch in reader {
+            check_cancel(cancel)?;
+            found.add(&batch.map_err(|e| fail(format!("row group {i}: {e}")))?)?;
         }
     }
-    if found != *expected {
-        let path = files.first().map(|f| f.tmp_path.display().to_string()).unwrap_or_default();
+    Ok(())
+}
+
+/// The outputs' digest (`found`) against the surviving input rows' (`expected`).
+pub fn compare(found: &Digest, expected: &Digest, first: Option<&Path>) -> Result<()> {
+    if found != expected {
+        let path = first.map(|p| p.display().to_string()).unwrap_or_default();
         let msg = if found.rows != expected.rows {
             format!("outputs hold {} rows, {} expected", found.rows, expected.rows)
         } else {

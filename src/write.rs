@@ -20,6 +20,9 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+/// Footer bytes per row group and leaf column before any file has been measured.
+const PRIOR_FOOTER_PER_LEAF: f64 = 220.0;
+
 /// Statistics values (min/max) are cut to this many bytes, in the footer and page indexes.
 const STATS_TRUNCATE_BYTES: usize = 64;
 
@@ -169,6 +172,9 @@ pub struct RollingWriter<'a> {
     consumed_in: f64,
     closed_bytes: u64,
     calibration: Calibration,
+    /// Told of every file as it closes (its temporary path and rows), e.g. to verify it while
+    /// later files are written.
+    on_close: Option<std::sync::mpsc::Sender<(PathBuf, u64)>>,
     pub rows_written: u64,
 }
 
@@ -182,17 +188,29 @@ pub struct Calibration {
     row_groups: usize,
     footer_bytes: f64,
     footer_row_groups: usize,
-    /// The footer figures above are the inputs' (a prior), not yet measured on an output.
-    footer_prior: bool,
+    /// Until an output file has closed: its footer estimated as a fixed part plus a part per
+    /// row group (`for_inputs`), instead of the measured average per row group.
+    footer_prior: Option<(f64, f64)>,
 }
 
 impl Calibration {
-    /// Before any output file has closed, footers are estimated from the inputs' own (footer
-    /// bytes per row group), so even the first file of a call stays near a small target.
+    /// Before any output file has closed, its footer is estimated from what it will hold: the
+    /// key-value metadata and schema once, and per row group and leaf column the chunk metadata,
+    /// truncated statistics and page indexes (about 220 bytes, as measured on small and wide
+    /// outputs alike), so even the first file of a call stays near a small target.
     pub fn for_inputs(plan: &Plan) -> Self {
-        let row_groups: usize = plan.inputs.iter().map(|i| i.row_groups).sum();
-        let footer: u64 = plan.inputs.iter().map(|i| i.file_bytes.saturating_sub(i.data_bytes)).sum();
-        Calibration { footer_bytes: footer as f64, footer_row_groups: row_groups, footer_prior: row_groups > 0, ..Calibration::default() }
+        let leaves = plan.parquet_schema.num_columns() as f64;
+        let key_value: usize = plan.key_value.iter().map(|kv| kv.key.len() + kv.value.as_ref().map_or(0, String::len) + 8).sum();
+        let fixed = key_value as f64 + 40.0 * leaves + 200.0;
+        Calibration { footer_prior: Some((fixed, PRIOR_FOOTER_PER_LEAF * leaves)), ..Calibration::default() }
+    }
+
+    /// The footer a file of `row_groups` row groups will get.
+    fn footer(&self, row_groups: usize) -> f64 {
+        match self.footer_prior {
+            Some((fixed, per_row_group)) => fixed + per_row_group * row_groups as f64,
+            None => self.footer_per_row_group() * row_groups as f64,
+        }
     }
 
     fn footer_per_row_group(&self) -> f64 {
@@ -217,7 +235,12 @@ impl<'a> RollingWriter<'a> {
     /// `calibration`: what earlier writers of the call measured (`Calibration::default()` first).
     pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
         let props = writer_properties(plan, opts);
-        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, rows_written: 0 }
+        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, on_close: None, rows_written: 0 }
+    }
+
+    /// Sends each closed file's (temporary path, rows) to `tx`.
+    pub fn notify_closed(&mut self, tx: std::sync::mpsc::Sender<(PathBuf, u64)>) {
+        self.on_close = Some(tx);
     }
 
     pub fn files_written(&self) -> usize {
@@ -356,7 +379,7 @@ impl<'a> RollingWriter<'a> {
         let row_groups = writer.flushed_row_groups().len() + usize::from(writer.in_progress_rows() > 0);
         writer.bytes_written() as f64
             + writer.in_progress_size() as f64 * self.calibration.factor()
-            + self.calibration.footer_per_row_group() * row_groups as f64
+            + self.calibration.footer(row_groups)
     }
 
     fn open(&mut self) -> Result<OpenFile> {
@@ -372,17 +395,17 @@ impl<'a> RollingWriter<'a> {
         let metadata = cur.writer.finish().map_err(|e| write_error(&cur.tmp_path, e))?;
         cur.writer.inner().sync_all().map_err(|e| CompactError::io(&cur.tmp_path, &e))?;
         let size = cur.writer.bytes_written() as u64;
-        if self.calibration.footer_prior {
-            self.calibration.footer_bytes = 0.0;
-            self.calibration.footer_row_groups = 0;
-            self.calibration.footer_prior = false;
-        }
+        self.calibration.footer_prior = None;
         self.calibration.footer_bytes += size.saturating_sub(data_end as u64) as f64;
         self.calibration.footer_row_groups += metadata.num_row_groups();
         drop(cur.writer);
         self.closed_bytes += size;
         let report = file_report(&cur.final_path, size, cur.rows, &metadata);
         drop(metadata);
+        if let Some(tx) = &self.on_close {
+            // (A verifier that stopped has its error waiting at its join.)
+            let _ = tx.send((cur.tmp_path.clone(), cur.rows));
+        }
         self.done.push(WrittenFile { tmp_path: cur.tmp_path, final_path: cur.final_path, report, size, rows: cur.rows });
         testhooks::pause("between-files");
         Ok(())

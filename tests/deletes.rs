@@ -113,7 +113,7 @@ fn every_delete_kind_mixed_and_counted_once() {
     // position 8 also deleted by the vector below; a location no input has.
     position_file(&pos, &[("s3://t/data/1.parquet", 0), ("s3://t/data/1.parquet", 8), ("s3://t/data/1.parquet", 29), ("s3://t/data/1.parquet", 40), ("s3://t/data/9.parquet", 1)]);
     let dv = s.path().join("dv.puffin");
-    let blobs = puffin(&dv, &[("s3://t/data/1.parquet", &[8, 9]), ("s3://t/data/2.parquet", &[1, 2, 3, 20])]);
+    let blobs = puffin(&dv, &[("s3://t/data/1.parquet", &[8, 9]), ("s3://t/data/2.parquet", &[1, 2, 3, 14, 15, 16, 17, 18, 19, 20])]);
     let eq = s.path().join("eq.parquet");
     equality_file(&eq, &[Some("k4"), None]);
     let input = |path: &PathBuf, loc: &str, deletes: Vec<DeleteSource>| InputFile { path: path.clone(), location: loc.into(), deletes };
@@ -126,7 +126,7 @@ fn every_delete_kind_mixed_and_counted_once() {
     let mut o = Options::new(&out);
     o.batch_rows = 4;
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
-    let deleted: BTreeSet<i64> = [1000, 1008, 1009, 1029, 2001, 2002, 2003, 2020].into_iter().chain((0..30).filter(|i| matches!(key_of(*i).as_deref(), Some("k4") | None)).map(|i| 3000 + i)).collect();
+    let deleted: BTreeSet<i64> = [1000, 1008, 1009, 1029, 2001, 2002, 2003, 2014, 2015, 2016, 2017, 2018, 2019, 2020].into_iter().chain((0..30).filter(|i| matches!(key_of(*i).as_deref(), Some("k4") | None)).map(|i| 3000 + i)).collect();
     let expected: BTreeSet<i64> = (1..=3).flat_map(|f| (0..30).map(move |i| f * 1000 + i)).filter(|n| !deleted.contains(n)).collect();
     assert_eq!(written(&out), expected);
     assert_eq!(r.rows_deleted, deleted.len() as u64);
@@ -145,6 +145,18 @@ fn every_delete_kind_mixed_and_counted_once() {
         Some(k) => seen.insert(k),
     }).collect();
     assert_eq!(written(&out2), survivors);
+    assert_eq!(r.rows_read, r.rows_deleted + r.duplicates_dropped + r.rows_written);
+
+    // Partitioned: a row group whose rows are all deleted (file 2, rows 14-20) belongs to no
+    // tuple and is never read for one, but its rows still count, once.
+    let out3 = s.path().join("out3");
+    let mut o = Options::new(&out3);
+    o.batch_rows = 4;
+    o.dedupe_by = Some("key".into());
+    o.partition_by = Some(vec![gencompact::iceberg::partition::PartitionField { column: "key".into(), transform: gencompact::iceberg::partition::Transform::Identity, name: "key".into() }]);
+    let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
+    assert_eq!(written(&out3), survivors);
+    assert_eq!((r.rows_read, r.rows_deleted), (90, deleted.len() as u64));
     assert_eq!(r.rows_read, r.rows_deleted + r.duplicates_dropped + r.rows_written);
 }
 

@@ -181,23 +181,18 @@ impl DeleteIndex {
         }
     }
 
-    /// Which rows of `batch` — rows `first_row..` of input `input` — are deleted; `None` when
-    /// none is.
-    pub fn deleted(&self, input: usize, first_row: u64, batch: &RecordBatch) -> Result<Option<Vec<bool>>> {
+    /// The positions of `input` deleted by position deletes and deletion vectors.
+    pub fn positions(&self, input: usize) -> Option<&RoaringTreemap> {
+        self.positions.get(input).and_then(|p| p.as_ref())
+    }
+
+    /// Which rows of `batch` (rows of input `input`) equality deletes remove; `None` when none.
+    pub fn equality_deleted(&self, input: usize, batch: &RecordBatch) -> Result<Option<Vec<bool>>> {
         let n = batch.num_rows();
         let mut mask: Option<Vec<bool>> = None;
-        if let Some(Some(bitmap)) = self.positions.get(input) {
-            let end = first_row.saturating_add(n as u64);
-            if bitmap.range_cardinality(first_row..end) > 0 {
-                let m = mask.get_or_insert_with(|| vec![false; n]);
-                for (i, slot) in m.iter_mut().enumerate() {
-                    *slot |= bitmap.contains(first_row + i as u64);
-                }
-            }
-        }
         for k in self.by_input.get(input).into_iter().flatten() {
             let Some(set) = self.equality.get(*k) else { continue };
-            if set.hashes.is_empty() {
+            if set.hashes.is_empty() || n == 0 {
                 continue;
             }
             let columns = set
