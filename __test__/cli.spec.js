@@ -97,14 +97,14 @@ describe('compact', () => {
   test('--json: parses, and is the API result for the same inputs and options', async () => {
     const a = outDir('json-cli')
     const b = outDir('json-api')
-    const flags = ['--partition', 'session_id', '--sort', 'ts:desc', '--sort-order-id', '2', '--target', '256KiB', '--compression', 'zstd', '--prefix', 'part', '--dedupe', '_hyp_cache_row_id']
+    const flags = ['--partition', 'session_id', '--sort', 'ts:desc', '--sort-order-id', '2', '--target', '256KiB', '--compression', 'zstd', '--prefix', 'part', '--dedupe', '_hyp_cache_row_id', '--threads', '1']
     const r = cli(['compact', inDir(), '--out', a, '--json', ...flags])
     expect(r.stderr).toBe('')
     expect(r.status).toBe(0)
     const doc = JSON.parse(r.stdout)
     const api = await compactGeneration([...gen.files].sort(), {
       outDir: b, partitionBy: [{ column: 'session_id' }], sortBy: [{ column: 'ts', descending: true }], sortOrderId: 2,
-      targetFileBytes: 256 * 1024, compression: 'zstd', fileNamePrefix: 'part', dedupeBy: '_hyp_cache_row_id',
+      targetFileBytes: 256 * 1024, compression: 'zstd', fileNamePrefix: 'part', dedupeBy: '_hyp_cache_row_id', threads: 1,
     })
     // JSON of the API's values, written independently of cli/format.js: BigInt -> number, Buffer -> hex
     const plain = (v) => JSON.parse(JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? Number(x) : x && x.type === 'Buffer' && Array.isArray(x.data) ? Buffer.from(x.data).toString('hex') : x)))

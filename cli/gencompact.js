@@ -203,6 +203,7 @@ function program() {
     .option('--divert <column[.path]=value>', 'write rows whose value (at the path inside a VARIANT/JSON column) equals value to --divert-to')
     .option('--divert-to <file>', 'side Parquet file for --divert')
     .option('--tmp-dir <dir>', 'where sorted runs spill (default: --out)')
+    .option('--threads <n>', 'threads this call may use (default: the available cores)')
     .option('--no-verify', 'skip re-reading the outputs before publishing them')
     .option('--no-progress', 'no progress bar or progress lines')
     .option('--json', 'print the result as JSON on stdout (the API result, plus a "cli" summary)')

@@ -122,6 +122,7 @@ function compactOptions(o) {
   if (o.prefix !== undefined) opts.fileNamePrefix = o.prefix
   if (o.tmpDir !== undefined) opts.tmpDir = o.tmpDir
   if (o.outLocation !== undefined) opts.outLocation = o.outLocation
+  if (o.threads !== undefined) opts.threads = parseCount(o.threads)
   if (o.divert !== undefined) opts.divert = parseDivert(o.divert, o.divertTo)
   else if (o.divertTo !== undefined) throw new UsageError('--divert-to needs --divert column[.path]=value')
   if (o.verify === false) opts.verify = false
