@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the Rust core's tests (`cargo test --release`) for the host triple, so they reuse the
-// dependencies `napi build --platform --release` just compiled instead of building them again.
+// dependencies `napi build --platform --release` just compiled instead of building them again;
+// with the `test-hooks` feature, as `npm run build:test` builds the addon the jest suite loads.
 'use strict'
 const { execFileSync, spawnSync } = require('child_process')
 
@@ -10,5 +11,5 @@ if (!host) {
   console.error('cannot determine the host triple from `rustc -vV`')
   process.exit(1)
 }
-const r = spawnSync('cargo', ['test', '--release', '--target', host[1], ...process.argv.slice(2)], { stdio: 'inherit' })
+const r = spawnSync('cargo', ['test', '--release', '--features', 'test-hooks', '--target', host[1], ...process.argv.slice(2)], { stdio: 'inherit' })
 process.exit(r.status === null ? 1 : r.status)

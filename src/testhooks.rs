@@ -7,13 +7,23 @@
 //!   was read, nothing written; `row-group`: a row group written, its file still open;
 //!   `between-files`: a file closed, the next not opened; `verify`; `publish`: the first output
 //!   has its final name, the others not) it says so on stderr and sleeps, to be killed there.
+//! - `GENCOMPACT_TEST_FAULT=drop-row|alter-row|panic`: a fault injected after the rows were
+//!   digested (`verify::Fault`).
+//!
+//! Compiled in only with the cargo feature `test-hooks` (`npm test` and `scripts/cargo-test.js`
+//! enable it; `npm run build`, the demo and published binaries do not): without it `disabled`
+//! is always false, `pause` does nothing, no fault is injected, and the environment is never read,
+//! so a variable inherited by a production process cannot switch a guard off.
 //!
 //! Memory: none.
 
+#[cfg(feature = "test-hooks")]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "test-hooks")]
 use std::sync::OnceLock;
 
 /// Read once per process (it is consulted per batch and per file; tests set it in child processes).
+#[cfg(feature = "test-hooks")]
 pub fn disabled(guard: &str) -> bool {
     static DISABLED: OnceLock<Vec<String>> = OnceLock::new();
     DISABLED
@@ -26,10 +36,36 @@ pub fn disabled(guard: &str) -> bool {
         .any(|g| g == guard)
 }
 
+#[cfg(feature = "test-hooks")]
 pub fn pause(point: &str) {
     static PAUSED: AtomicBool = AtomicBool::new(false);
     if std::env::var("GENCOMPACT_TEST_PAUSE_AT").is_ok_and(|p| p == point) && !PAUSED.swap(true, Ordering::SeqCst) {
         eprintln!("gencompact-test: paused at {point}");
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
+}
+
+/// Release builds: every guard is on.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn disabled(_guard: &str) -> bool {
+    false
+}
+
+/// Release builds: never pauses.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn pause(_point: &str) {}
+
+/// `GENCOMPACT_TEST_FAULT` (see `verify::Fault`); `None` in release builds.
+#[cfg(feature = "test-hooks")]
+pub fn fault() -> Option<String> {
+    std::env::var("GENCOMPACT_TEST_FAULT").ok()
+}
+
+/// Release builds: no fault is ever injected.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn fault() -> Option<String> {
+    None
 }

@@ -105,18 +105,21 @@ pub fn compare(found: &Digest, expected: &Digest, first: Option<&Path>) -> Resul
 
 /// Test-only fault injection (`GENCOMPACT_TEST_FAULT`): `drop-row` drops one row and
 /// `alter-row` overwrites one row with a copy of another after they were digested, as a bug in
-/// the pipeline would; `verify` must catch both.
+/// the pipeline would; `verify` must catch both. `panic` panics there, as a bug would (the call
+/// must reject with `ERR_INTERNAL`). Only with the `test-hooks` feature (`testhooks::fault`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
     DropRow,
     AlterRow,
+    Panic,
 }
 
 impl Fault {
     pub fn from_env() -> Option<Fault> {
-        match std::env::var("GENCOMPACT_TEST_FAULT").ok()?.as_str() {
+        match crate::testhooks::fault()?.as_str() {
             "drop-row" => Some(Fault::DropRow),
             "alter-row" => Some(Fault::AlterRow),
+            "panic" => Some(Fault::Panic),
             _ => None,
         }
     }
@@ -130,6 +133,7 @@ impl Fault {
                 let indices = arrow_array::UInt32Array::from_iter_values((0..n as u32 - 1).chain([0]));
                 *batch = arrow_select::take::take_record_batch(batch, &indices).map_err(|e| CompactError::Internal(format!("fault: {e}")))?;
             }
+            Fault::Panic => panic!("gencompact-test: injected panic"),
             _ => return Ok(false),
         }
         Ok(true)

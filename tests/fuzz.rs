@@ -428,14 +428,19 @@ fn passes_without_the_guard(name: &str) -> bool {
     status.success()
 }
 
+// With the `test-hooks` feature (scripts/cargo-test.js) the switch turns the guard off and the
+// guarded test must fail; without it (a release build) the switch is ignored and it must pass.
+
 #[test]
 fn the_page_bomb_test_fails_without_the_guard() {
-    assert!(!passes_without_the_guard("a_page_claiming_128_mib_is_refused_before_it_is_allocated"));
+    let passed = passes_without_the_guard("a_page_claiming_128_mib_is_refused_before_it_is_allocated");
+    assert_eq!(passed, !cfg!(feature = "test-hooks"), "test-hooks feature: {}", cfg!(feature = "test-hooks"));
 }
 
 #[test]
 fn the_deep_schema_test_fails_without_the_guard() {
-    assert!(!passes_without_the_guard("a_schema_nested_thousands_deep_is_refused_not_a_stack_overflow"));
+    let passed = passes_without_the_guard("a_schema_nested_thousands_deep_is_refused_not_a_stack_overflow");
+    assert_eq!(passed, !cfg!(feature = "test-hooks"), "test-hooks feature: {}", cfg!(feature = "test-hooks"));
 }
 
 /// Writes the crafted hostile files of the regression corpus (with `GENCOMPACT_WRITE_CORPUS=1`,
