@@ -10,7 +10,9 @@ use crate::options::Options;
 use crate::plan::build_plan;
 use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::partition::Partitioner;
-use crate::read::{check_cancel, read_segments, ReadLimits, RowFilters};
+use crate::read::{check_cancel, read_segments, Batch, ReadLimits, RowFilters, Segment};
+use crate::plan::Plan;
+use arrow_array::RecordBatch;
 use crate::divert::Diverter;
 use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
@@ -93,7 +95,10 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     // While sorting, decoded batches join a buffer of up to `batchBytes`: read them in quarters so
     // buffer and incoming batch stay within 1.25 × batchBytes.
     let sort_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
-    let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &limits };
+    // Otherwise in halves: one batch is decoded while the one before is written (`read_ahead`).
+    // (Batch boundaries do not depend on `threads`, so neither do the output bytes.)
+    let half_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 2).max(1), opts.batch_bytes);
+    let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &half_limits };
     check_cancel(cancel)?;
     // With more than one thread, each file is verified as soon as it closes, beside writing.
     let verify_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
@@ -169,14 +174,14 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                     });
                 }
             };
-            let mut select = |batch: &arrow_array::RecordBatch| -> Result<Vec<bool>> {
+            let mut select = |batch: &RecordBatch| -> Result<Vec<bool>> {
                 match (partitioner.as_mut(), g.tuple) {
                     (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
                     _ => Ok(vec![true; batch.num_rows()]),
                 }
             };
             let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
-            read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, mut batch| {
+            let consume = |mut batch: Batch| -> Result<()> {
                 crate::testhooks::pause("read");
                 if count_equality_deletes {
                     totals.rows_read += batch.deleted;
@@ -209,7 +214,13 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                 }
                 tick(&totals, &writer);
                 Ok(())
-            })?;
+            };
+            if opts.threads > 1 {
+                read_ahead(&plan, &g.segments, data_limits, cancel, filters, consume)?;
+            } else {
+                let mut consume = consume;
+                read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, b| consume(b))?;
+            }
             if let Some(s) = sorter {
                 s.finish(|batch| {
                     writer.write(batch)?;
@@ -281,6 +292,35 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         }
         progress(&snapshot("done"));
         Ok(report)
+    })
+}
+
+/// Decodes on a thread of its own, one batch ahead of `consume` (which encodes and writes on
+/// the calling thread): at most two batches are alive, the one being decoded and the one being
+/// written. The first error on either side ends both.
+fn read_ahead(plan: &Plan, segments: &[Segment], limits: &ReadLimits, cancel: &AtomicBool, filters: RowFilters, mut consume: impl FnMut(Batch) -> Result<()>) -> Result<()> {
+    std::thread::scope(|scope| {
+        // A rendezvous channel: the reader hands over a batch only when the writer takes it.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(0);
+        let reader = scope.spawn(move || {
+            let result = read_segments(plan, segments, None, limits, cancel, filters, |_, b| tx.send(Ok(b)).map_err(|_| CompactError::Aborted));
+            if let Err(e) = result {
+                // (When the writer stopped first, nobody listens: its own error is reported.)
+                let _ = tx.send(Err(e));
+            }
+        });
+        let mut outcome = Ok(());
+        for item in rx.iter() {
+            if let Err(e) = item.and_then(&mut consume) {
+                outcome = Err(e);
+                break;
+            }
+        }
+        drop(rx);
+        if reader.join().is_err() {
+            return Err(CompactError::Internal("panic in the read-ahead thread".into()));
+        }
+        outcome
     })
 }
 

@@ -58,7 +58,7 @@ pub struct RowFilters<'a> {
     pub deletes: Option<&'a DeleteIndex>,
     /// For row groups that also hold other partition tuples: which rows to keep. Deleted rows
     /// are counted only among the kept ones.
-    pub select: Option<&'a mut dyn FnMut(&RecordBatch) -> Result<Vec<bool>>>,
+    pub select: Option<&'a mut (dyn FnMut(&RecordBatch) -> Result<Vec<bool>> + Send)>,
     /// Per input: positions of rows a first pass found to be later occurrences of a dedupe key.
     pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
     /// Report each row's position in its input (`Batch::positions`).
