@@ -2,10 +2,11 @@
 // Shared by the bench scripts: the input files, given as paths or as one JSON file holding an
 // array (or `{ files }`), the Parquet files a tool wrote, and the marked sections of the reports;
 // for the drivers (bench/run.js, bench/deletes.js) also the generated, cached input partition
-// (ensureInput) and one measured child run under `/usr/bin/time -v` (runTimed).
+// (ensureInput), its mixed-codec pyarrow re-write (ensureMixedCodec, bench/mixed-codec.py) and one
+// measured child run under `/usr/bin/time -v` (runTimed).
 const fs = require('fs')
 const path = require('path')
-const { spawn } = require('child_process')
+const { spawn, spawnSync } = require('child_process')
 
 const ROOT = path.resolve(__dirname, '..')
 const DATA = path.join(__dirname, 'data')
@@ -140,6 +141,61 @@ async function ensureInput(args, duck) {
   Object.assign(m, await describeInput(duck, files))
   fs.writeFileSync(manifestPath, JSON.stringify(m, null, 1))
   console.error(`generated ${files.length} files, ${m.rowCount} rows, ${fmtBytes(m.bytes)} in ${fmtSec(m.generatedMs)}`)
+  return { ...m, manifestPath, generated: true }
+}
+
+// ---------------------------------------------------------------- the mixed-codec shape
+
+const MIXED_CODEC = path.join(__dirname, 'mixed-codec.py')
+const MIXED_CODECS = ['snappy', 'zstd', 'gzip']
+
+function fileSha(file) {
+  return require('crypto').createHash('sha1').update(fs.readFileSync(file)).digest('hex').slice(0, 12)
+}
+
+/**
+ * The same rows as `input` (a generated partition from ensureInput), re-written by pyarrow
+ * (bench/mixed-codec.py) with the files spread round robin over SNAPPY, ZSTD and GZIP: a second
+ * writer's pages, dictionaries and codecs on the seed's row shape. Cached beside the source as
+ * bench/data/<source>-mixed-codec/ and rewritten when the source or the script changes.
+ */
+async function ensureMixedCodec(input, duck) {
+  const srcDir = path.dirname(input.manifestPath)
+  const dir = `${srcDir}-mixed-codec`
+  const manifestPath = path.join(dir, 'manifest.json')
+  const source = { manifest: fileSha(input.manifestPath), script: fileSha(MIXED_CODEC), codecs: MIXED_CODECS }
+  if (fs.existsSync(manifestPath)) {
+    const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'))
+    if (JSON.stringify(m.source) === JSON.stringify(source) && m.files.every(f => fs.existsSync(f))) {
+      return { ...m, manifestPath, generated: false }
+    }
+    console.error('the source partition or bench/mixed-codec.py changed: rewriting the mixed-codec shape')
+  }
+  if (spawnSync('python3', ['-c', 'import pyarrow'], { stdio: 'ignore' }).status !== 0) {
+    throw new Error('--shape mixed-codec needs python3 with pyarrow (python3 -m pip install pyarrow)')
+  }
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(dir, { recursive: true })
+  console.error(`writing the mixed-codec shape (pyarrow; ${MIXED_CODECS.join(', ')}) in ${path.relative(ROOT, dir)} ...`)
+  const t0 = Date.now()
+  const specFile = path.join(dir, '.spec.json')
+  fs.writeFileSync(specFile, JSON.stringify({ out: dir, files: input.files, codecs: MIXED_CODECS }))
+  const r = spawnSync('python3', [MIXED_CODEC, specFile], { encoding: 'utf8', maxBuffer: 64 * MiB })
+  if (r.status !== 0) throw new Error(`bench/mixed-codec.py failed (exit ${r.status}): ${r.stderr}`)
+  const res = JSON.parse(r.stdout.trim().split('\n').pop())
+  const m = {
+    params: { ...input.params, dir: path.relative(ROOT, dir), writer: `pyarrow ${res.pyarrow}`, codecs: res.codecs, variantKept: res.variantKept, from: path.relative(ROOT, srcDir) },
+    files: res.files,
+    rows: res.rows,
+    bytes: res.bytes,
+    generatedMs: Date.now() - t0,
+    generatedAt: new Date().toISOString(),
+    source,
+  }
+  Object.assign(m, await describeInput(duck, res.files))
+  fs.writeFileSync(manifestPath, JSON.stringify(m, null, 1))
+  console.error(`wrote ${m.files.length} files (${JSON.stringify(res.codecs)}), ${m.rowCount} rows, ${fmtBytes(m.bytes)} in ${fmtSec(m.generatedMs)}` +
+    (res.variantKept ? '' : '; VARIANT columns are plain groups of two binaries (pyarrow drops the annotation)'))
   return { ...m, manifestPath, generated: true }
 }
 
@@ -291,5 +347,5 @@ module.exports = {
   readFileList, listParquet, writeSection,
   ROOT, DATA, GENERATOR, TIME, DEDUPE_COLUMN, SEED_SHAPE,
   MiB, fmtBytes, fmtSec, median, sqlList,
-  dataKey, ensureInput, describeInput, parseTimeV, runTimed,
+  dataKey, ensureInput, ensureMixedCodec, describeInput, parseTimeV, runTimed,
 }

@@ -1,12 +1,25 @@
 #!/usr/bin/env node
 'use strict'
-// Compaction benchmark driver: gencompact vs DuckDB vs the old JS loop.
+// Compaction benchmark driver: gencompact vs a bare parquet-rs loop vs DuckDB vs the old JS loop.
 //
-//   npm run bench                      (= npm run build && node bench/run.js)
+//   npm run bench      (= npm run build && cargo build --release --example bare && node bench/run.js)
 //   node bench/run.js [flags]
 //     --runs N               runs per tool (default 3); medians are reported
-//     --only a,b             tools: gencompact, duckdb, duckdb-noshred, old-loop, duckdb-sorted,
-//                            duckdb-noshred-sorted (default: the first four)
+//     --only a,b             tools: gencompact, bare, duckdb, duckdb-noshred, old-loop, duckdb-sorted,
+//                            duckdb-noshred-sorted, gencompact-tN, gencompact-xN (default: gencompact,
+//                            bare, duckdb, duckdb-noshred, old-loop). bare = examples/bare.rs, the
+//                            reference: one thread, every input through ParquetRecordBatchReader into
+//                            one ArrowWriter, gencompact's codec and level, no bounds or checks
+//                            (target/release/examples/bare; gencompact's wall and CPU are reported
+//                            as ratios to it). gencompact-tN = gencompact with threads N (e.g.
+//                            gencompact-t1,gencompact-t2 side by side); gencompact-xN = N calls at
+//                            once in one process (bench/concurrent.js), measured as one process
+//     --threads N            gencompact's `threads` (default: the addon's, the available cores)
+//     --concurrent N         also run gencompact-xN (N concurrent calls, the gencompact options)
+//     --no-verify            gencompact verify: false (the Done-when figures keep verify on)
+//     --shape S              seed (default: fixtures/gen-partition.js, hyparquet-writer, SNAPPY) or
+//                            mixed-codec (the same rows re-written by pyarrow, bench/mixed-codec.py,
+//                            files round robin over SNAPPY, ZSTD, GZIP; cached under bench/data/)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
 //     --row-group-size N --dup-rate X      generator options (default: the seed shape)
 //     --shuffle              rows in random ts order within each row group (unsorted runs)
@@ -14,14 +27,16 @@
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
 //     --sort                 gencompact sortBy ts
-//     --compression C        gencompact codec (default zstd, level 3, like DuckDB's output)
+//     --compression C        gencompact's and bare's codec (default zstd, level 3, like DuckDB's output)
 //     --batch-bytes N        gencompact batchBytes (default: the addon's, 32 MiB); the report
 //                            states gencompact's peak RSS above the idle process (node with the
 //                            addon loaded, measured once the same way) against 3 × batchBytes + 64 MiB
+//                            (gencompact-xN: N × 3 × batchBytes + 64 MiB, not a documented bound)
 //     --memory-limit 8GB     DuckDB memory_limit (default: DuckDB's own, 80% of RAM)
 //     --timeout MIN          kill a run after MIN minutes (default 15)
 //     --max-rss GIB          kill a run whose process tree exceeds GIB (default 85% of RAM)
-//     --section NAME         RESULTS.md section (default: seed-shaped[-partitioned|-sorted|-dedupe])
+//     --section NAME         RESULTS.md section (default: seed-shaped[-mixed-codec][-partitioned|-sorted|-dedupe]
+//                            [-tN...][-xN] after the gencompact-tN / gencompact-xN tools run)
 //     --no-write             do not touch RESULTS.md;  --keep  keep output dirs
 //
 // 1. Generates the input partition once with fixtures/gen-partition.js and caches it under
@@ -34,6 +49,13 @@
 // 4. Prints a markdown table and writes it into bench/RESULTS.md between
 //    <!-- bench:<section> begin --> and <!-- bench:<section> end --> (other text is kept).
 //
+// The issue "Use every core" measurements (side by side with bare, medians of 3, verify on):
+//   node bench/run.js --only bare,gencompact                     (and --shape mixed-codec)
+//   node bench/run.js --only bare,gencompact --sort              (sortBy ts)
+//   node bench/run.js --only bare,gencompact --partition --sort --dedupe
+//   node bench/run.js --only bare,gencompact-t1,gencompact-t2    (section seed-shaped-t1-t2)
+//   node bench/run.js --only bare,gencompact --concurrent 4      (section seed-shaped-x4)
+//
 // The cost of applying Iceberg deletes (DVs, position deletes) on the same cached input:
 //   node bench/deletes.js [--runs 3]      (section deletes-seed of bench/RESULTS.md)
 
@@ -42,7 +64,7 @@ const os = require('os')
 const path = require('path')
 const {
   listParquet, writeSection, ROOT, TIME, DEDUPE_COLUMN, SEED_SHAPE,
-  MiB, fmtBytes, fmtSec, median, sqlList, ensureInput, runTimed,
+  MiB, fmtBytes, fmtSec, median, sqlList, ensureInput, ensureMixedCodec, runTimed,
 } = require('./files')
 const { execFileSync } = require('child_process')
 
@@ -55,8 +77,15 @@ const SORT_COLUMN = 'ts'
 
 // duckdb*: `COPY ... FILE_SIZE_BYTES '128MB'`; -noshred keeps VARIANT unshredded (see duckdb.js),
 // -sorted adds ORDER BY ts.
-const ALL_TOOLS = ['gencompact', 'duckdb', 'duckdb-noshred', 'old-loop', 'duckdb-sorted', 'duckdb-noshred-sorted']
-const DEFAULT_TOOLS = ['gencompact', 'duckdb', 'duckdb-noshred', 'old-loop']
+const ALL_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop', 'duckdb-sorted', 'duckdb-noshred-sorted']
+const DEFAULT_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop']
+const SHAPES = ['seed', 'mixed-codec']
+const BARE = path.join(ROOT, 'target', 'release', 'examples', process.platform === 'win32' ? 'bare.exe' : 'bare')
+// gencompact with a `threads` value (gencompact-t2) or N concurrent calls in one process (gencompact-x4)
+const THREADS_TOOL = /^gencompact-t(\d+)$/
+const CONCURRENT_TOOL = /^gencompact-x(\d+)$/
+const isGencompact = tool => tool === 'gencompact' || THREADS_TOOL.test(tool) || CONCURRENT_TOOL.test(tool)
+const callsOf = tool => { const m = tool.match(CONCURRENT_TOOL); return m ? Number(m[1]) : 1 }
 
 // ---------------------------------------------------------------- arguments
 
@@ -64,6 +93,7 @@ function parseArgs(argv) {
   const a = {
     runs: 3, only: DEFAULT_TOOLS, gen: { ...SEED_SHAPE }, genExtra: {},
     input: null, dedupe: false, partition: false, sort: false, batchBytes: null, memoryLimit: null, section: null, write: true, keep: false,
+    shape: 'seed', threads: null, concurrent: null, verify: true,
     timeoutMin: 15, maxRssGiB: Math.floor(os.totalmem() / 1024 ** 3 * 0.85),
   }
   const num = (v, flag) => {
@@ -95,6 +125,10 @@ function parseArgs(argv) {
       case '--sort': a.sort = true; break
       case '--batch-bytes': a.batchBytes = num(next(), f); break
       case '--compression': a.compression = next(); break
+      case '--threads': a.threads = num(next(), f); break
+      case '--concurrent': a.concurrent = num(next(), f); break
+      case '--no-verify': a.verify = false; break
+      case '--shape': a.shape = next(); break
       case '--memory-limit': a.memoryLimit = next(); break
       case '--section': a.section = next(); break
       case '--no-write': a.write = false; break
@@ -102,21 +136,32 @@ function parseArgs(argv) {
       case '--timeout': a.timeoutMin = num(next(), f); break
       case '--max-rss': a.maxRssGiB = num(next(), f); break
       case '-h': case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 31).map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
+        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 58).map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
         process.exit(0)
         break
       default: throw new Error(`unknown argument ${f}`)
     }
   }
-  for (const t of a.only) if (!ALL_TOOLS.includes(t)) throw new Error(`unknown tool ${t} (known: ${ALL_TOOLS.join(', ')})`)
+  if (a.concurrent != null) {
+    if (!(Number.isInteger(a.concurrent) && a.concurrent >= 1)) throw new Error('--concurrent needs a positive integer')
+    if (!a.only.includes(`gencompact-x${a.concurrent}`)) a.only = [...a.only, `gencompact-x${a.concurrent}`]
+  }
+  for (const t of a.only) {
+    if (!ALL_TOOLS.includes(t) && !THREADS_TOOL.test(t) && !CONCURRENT_TOOL.test(t)) {
+      throw new Error(`unknown tool ${t} (known: ${ALL_TOOLS.join(', ')}, gencompact-tN, gencompact-xN)`)
+    }
+  }
+  if (!SHAPES.includes(a.shape)) throw new Error(`unknown --shape ${a.shape} (known: ${SHAPES.join(', ')})`)
+  if (a.shape !== 'seed' && a.input) throw new Error('--shape applies to the generated input, not --input')
   if (!(a.runs >= 1)) throw new Error('--runs must be >= 1')
   if (!a.section) {
     const isSeed = !a.input && Object.keys(a.genExtra).length === 0 &&
       Object.entries(SEED_SHAPE).every(([k, v]) => a.gen[k] === v)
     a.section = (isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
       : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
-      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
-      (a.batchBytes ? `-bb${a.batchBytes}` : '')
+      (a.shape !== 'seed' ? `-${a.shape}` : '') + (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
+      (a.batchBytes ? `-bb${a.batchBytes}` : '') + (a.threads ? `-threads${a.threads}` : '') + (a.verify ? '' : '-noverify') +
+      a.only.filter(t => THREADS_TOOL.test(t) || CONCURRENT_TOOL.test(t)).map(t => '-' + t.replace('gencompact-', '')).join('')
   }
   return a
 }
@@ -132,19 +177,29 @@ function sh(cmd, args) {
 
 function toolCommand(tool, outDir, listFile, args) {
   const node = process.execPath
-  switch (tool) {
-    case 'gencompact': {
-      const extra = [
-        ...(args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []),
-        ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
-        ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
-        ...(args.batchBytes ? ['--batch-bytes', String(args.batchBytes)] : []),
-        // zstd unless told otherwise, as DuckDB writes: the addon's default (the inputs' codec)
-        // would write SNAPPY here and change what the recorded sizes compare.
-        '--compression', args.compression || 'zstd',
-      ]
-      return [node, path.join(BENCH, 'gencompact.js'), ...extra, outDir, listFile]
+  if (isGencompact(tool)) {
+    const t = tool.match(THREADS_TOOL)
+    const threads = t ? Number(t[1]) : args.threads
+    const extra = [
+      ...(args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []),
+      ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
+      ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
+      ...(args.batchBytes ? ['--batch-bytes', String(args.batchBytes)] : []),
+      ...(threads ? ['--threads', String(threads)] : []),
+      ...(args.verify ? [] : ['--no-verify']),
+      // zstd unless told otherwise, as DuckDB writes: the addon's default (the inputs' codec)
+      // would write SNAPPY here and change what the recorded sizes compare.
+      '--compression', codecOf(args),
+    ]
+    if (CONCURRENT_TOOL.test(tool)) {
+      return [node, path.join(BENCH, 'concurrent.js'), '--calls', String(callsOf(tool)), ...extra, outDir, listFile]
     }
+    return [node, path.join(BENCH, 'gencompact.js'), ...extra, outDir, listFile]
+  }
+  switch (tool) {
+    case 'bare':
+      // The same codec as gencompact's run; one output file, no partitioning, sorting or dedupe.
+      return [BARE, path.join(outDir, 'bare.parquet'), codecOf(args), ...JSON.parse(fs.readFileSync(listFile, 'utf8'))]
     case 'duckdb':
     case 'duckdb-sorted':
     case 'duckdb-noshred':
@@ -161,6 +216,8 @@ function toolCommand(tool, outDir, listFile, args) {
   }
   throw new Error(`unknown tool ${tool}`)
 }
+
+function codecOf(args) { return args.compression || 'zstd' }
 
 function runOnce(tool, run, listFile, args) {
   const outDir = path.join(OUT, `${tool}-${run}`)
@@ -199,9 +256,18 @@ function machineSummary() {
 }
 
 function expectedRows(tool, input, args) {
-  const dedupes = tool === 'old-loop' || (tool === 'gencompact' && args.dedupe)
-  return dedupes && input.distinctIds != null ? input.distinctIds : input.rowCount
+  const dedupes = tool === 'old-loop' || (isGencompact(tool) && args.dedupe)
+  return callsOf(tool) * (dedupes && input.distinctIds != null ? input.distinctIds : input.rowCount)
 }
+
+// gencompact's documented memory bound above an idle process: 3 × batchBytes + 64 MiB (README);
+// for N concurrent calls, N × 3 × batchBytes + 64 MiB (each call's batches; not a documented bound).
+function rssBound(tool, args) {
+  const batchBytes = args.batchBytes || 32 * MiB
+  return { batchBytes, calls: callsOf(tool), bound: callsOf(tool) * 3 * batchBytes + 64 * MiB }
+}
+
+const MIXED_KEYS = ['dir', 'writer', 'codecs', 'variantKept', 'from']
 
 function buildReport({ args, input, results, verify, machine, duckdbVersion, command, started, idle }) {
   const tools = args.only
@@ -229,32 +295,56 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
       summary: last && last.summary,
     }
   }
-  const base = stats.gencompact && stats.gencompact.ok ? stats.gencompact : null
+  const firstGencompact = tools.find(t => isGencompact(t) && stats[t].ok)
+  const base = firstGencompact ? stats[firstGencompact] : null
+  const bare = stats.bare && stats.bare.ok ? stats.bare : null
+  const withBare = tools.includes('bare')
+  const withIdle = idle && idle.ok && tools.some(isGencompact)
+
+  // gencompact's peak RSS above the idle process (worst run) against its bound
+  const aboveIdle = tool => {
+    const worst = Math.max(...results.filter(r => r.tool === tool && r.ok).map(r => r.maxRssBytes))
+    const { bound } = rssBound(tool, args)
+    return { worst, above: worst - idle.maxRssBytes, bound, within: worst - idle.maxRssBytes <= bound }
+  }
 
   const rows = []
-  rows.push('| tool | output files | avg file | max file | rows out (expected) | wall, median (min–max) | CPU user+sys | peak RSS, median | wall vs gencompact | RSS vs gencompact | field ids / iceberg.schema kept |')
-  rows.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  rows.push('| tool | output files | avg file | max file | rows out (expected) | wall, median (min–max) | CPU user+sys | peak RSS, median |' +
+    (withIdle ? ' peak above idle (bound) |' : '') + (withBare ? ' wall / CPU vs bare |' : '') +
+    ' wall vs gencompact | RSS vs gencompact | field ids / iceberg.schema kept |')
+  rows.push('|---|---:|---:|---:|---:|---:|---:|---:|' + (withIdle ? '---:|' : '') + (withBare ? '---:|' : '') + '---:|---:|---|')
   for (const tool of tools) {
     const s = stats[tool]
+    const extra = (withIdle ? ' |' : '') + (withBare ? ' |' : '')
     if (!s.ok) {
       const f = results.find(r => r.tool === tool && !r.ok)
       const why = (s.errors[0] || 'failed').slice(0, 200).replace(/\|/g, '\\|')
-      rows.push(`| ${tool} | **failed** (${s.runs} of ${s.runs} run${s.runs > 1 ? 's' : ''}): ${why} | | | | ${fmtSec(f && f.wallMs)} until failure | ${fmtSec(f && f.cpuMs)} | ${fmtBytes(f && f.maxRssBytes)} at failure | | | |`)
+      rows.push(`| ${tool} | **failed** (${s.runs} of ${s.runs} run${s.runs > 1 ? 's' : ''}): ${why} | | | | ${fmtSec(f && f.wallMs)} until failure | ${fmtSec(f && f.cpuMs)} | ${fmtBytes(f && f.maxRssBytes)} at failure |${extra} | | |`)
       continue
     }
+    let idleCell = ''
+    if (withIdle) {
+      if (isGencompact(tool)) {
+        const m = aboveIdle(tool)
+        idleCell = ` ${fmtBytes(m.above)} (${fmtBytes(m.bound)}) ${m.within ? '✓' : '✗'} |`
+      } else idleCell = ' |'
+    }
+    const bareCell = withBare ? ` ${tool === 'bare' ? '1.00× / 1.00×' : bare ? `${ratio(s.wall, bare.wall)} / ${ratio(s.cpu, bare.cpu)}` : '—'} |` : ''
     const v = verify[tool]
     const exp = expectedRows(tool, input, args)
     const rowsCell = v ? `${v.rows.toLocaleString('en-US')}${v.rows === exp ? ' ✓' : ` ✗ (expected ${exp.toLocaleString('en-US')})`}` : '—'
     const kept = v ? `${v.fieldIds ? `${v.fieldIds} ids` : 'no ids'} / ${v.icebergSchema ? 'yes' : 'no'}` : '—'
     const count = s.fileCounts.length > 1 ? `${s.fileCount} (runs: ${s.fileCounts.join('/')})` : `${s.fileCount}`
-    rows.push(`| ${tool} | ${count} | ${fmtBytes(s.avg)} | ${fmtBytes(s.max)} | ${rowsCell} | ${fmtSec(s.wall)} (${fmtSec(s.wallMin)}–${fmtSec(s.wallMax)}) | ${fmtSec(s.cpu)} | ${fmtBytes(s.rss)} | ${ratio(s.wall, base && base.wall)} | ${ratio(s.rss, base && base.rss)} | ${kept} |`)
+    rows.push(`| ${tool} | ${count} | ${fmtBytes(s.avg)} | ${fmtBytes(s.max)} | ${rowsCell} | ${fmtSec(s.wall)} (${fmtSec(s.wallMin)}–${fmtSec(s.wallMax)}) | ${fmtSec(s.cpu)} | ${fmtBytes(s.rss)} |${idleCell}${bareCell} ${ratio(s.wall, base && base.wall)} | ${ratio(s.rss, base && base.rss)} | ${kept} |`)
   }
   const table = rows.join('\n')
 
   const g = input.params || {}
   const genDesc = args.input
     ? `file list ${args.input.startsWith(ROOT) ? path.relative(ROOT, args.input) : args.input}`
-    : `fixtures/gen-partition.js ${JSON.stringify(Object.fromEntries(Object.entries(g).filter(([k]) => k !== 'dir')))}`
+    : `fixtures/gen-partition.js ${JSON.stringify(Object.fromEntries(Object.entries(g).filter(([k]) => !MIXED_KEYS.includes(k))))}` +
+      (args.shape === 'mixed-codec' ? `, re-written by bench/mixed-codec.py (${g.writer}; files per codec ${JSON.stringify(g.codecs)}, ` +
+        `${g.variantKept ? 'VARIANT annotation kept' : 'VARIANT columns written as plain groups of two binaries: pyarrow drops the annotation'})` : '')
   const notes = []
   if (tools.some(t => t.startsWith('duckdb'))) {
     notes.push('- DuckDB (v1.5.x) auto-shreds VARIANT columns when it writes Parquet. On these key-rich JSON values ' +
@@ -269,14 +359,20 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     if (s.summary && s.summary.settings) notes.push(`- ${tool}: DuckDB ${s.summary.duckdbVersion}, settings ${JSON.stringify(s.summary.settings)}; \`${s.summary.sql}\``)
     if (s.errors.length) notes.push(`- ${tool}: ${s.errors.length} failed run(s); last error: \`${s.errors[s.errors.length - 1].slice(0, 300)}\``)
     if (tool === 'old-loop' && s.summary) notes.push(`- old-loop: ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped} duplicates dropped, ~${s.summary.avgRowsPerFile} rows per flush/file (10,000 rows or 32 MiB estimated, one file per flush, hyparquet-writer SNAPPY)`)
-    if (tool === 'gencompact' && s.summary) notes.push(`- gencompact: options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups.length > 40 ? summarize(s.summary.rowGroups) : s.summary.rowGroups)}`)
-    if (tool === 'gencompact' && s.ok && idle && idle.ok) {
-      const batchBytes = args.batchBytes || 32 * MiB
-      const bound = 3 * batchBytes + 64 * MiB
-      const worst = Math.max(...results.filter(r => r.tool === tool && r.ok).map(r => r.maxRssBytes))
-      const above = worst - idle.maxRssBytes
-      notes.push(`- gencompact memory bound: idle process (node + addon loaded) ${fmtBytes(idle.maxRssBytes)}; worst peak over the runs ${fmtBytes(worst)}, ` +
-        `i.e. ${fmtBytes(above)} above idle, against 3 × batchBytes + 64 MiB = ${fmtBytes(bound)} (batchBytes ${fmtBytes(batchBytes)}): ${above <= bound ? 'within ✓' : 'EXCEEDED ✗'}`)
+    if (isGencompact(tool) && s.summary) {
+      const calls = s.summary.calls ? `${s.summary.calls} concurrent calls in one process (each call's wall: ${s.summary.callWallMs.map(fmtSec).join(', ')}); ` : ''
+      notes.push(`- ${tool}: ${calls}options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups.length > 40 ? summarize(s.summary.rowGroups) : s.summary.rowGroups)}`)
+    }
+    if (isGencompact(tool) && s.ok && idle && idle.ok) {
+      const { batchBytes, calls } = rssBound(tool, args)
+      const m = aboveIdle(tool)
+      notes.push(`- ${tool} memory bound: idle process (node + addon loaded) ${fmtBytes(idle.maxRssBytes)}; worst peak over the runs ${fmtBytes(m.worst)}, ` +
+        `i.e. ${fmtBytes(m.above)} above idle, against ${calls > 1 ? `${calls} × ` : ''}3 × batchBytes + 64 MiB = ${fmtBytes(m.bound)} (batchBytes ${fmtBytes(batchBytes)}${calls > 1 ? '; N calls: not a documented bound' : ''}): ${m.within ? 'within ✓' : 'EXCEEDED ✗'}`)
+    }
+    if (tool === 'bare' && s.ok) {
+      notes.push(`- bare: \`target/release/examples/bare <out> ${codecOf(args)} <inputs>\` (examples/bare.rs, this repository's parquet/arrow versions): one thread, ` +
+        'every input through `ParquetRecordBatchReader` (1,024-row batches) into one `ArrowWriter` (parquet-rs default writer properties but the codec), ' +
+        'one output file, no partitioning, sorting, dedupe, byte bounds or verify. "wall / CPU vs bare" = median over median.')
     }
   }
 
@@ -285,7 +381,7 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     '',
     `- Date: ${started.toISOString()}`,
     `- Machine: nproc ${machine.nproc}, ${machine.cpu}; ${machine.mem}; ${machine.kernel}; node ${machine.node}; DuckDB ${duckdbVersion}`,
-    `- Input: ${input.files.length} files, ${(input.rowCount ?? input.rows ?? 0).toLocaleString('en-US')} rows` +
+    `- Input${args.shape !== 'seed' ? ` (shape ${args.shape})` : ''}: ${input.files.length} files, ${(input.rowCount ?? input.rows ?? 0).toLocaleString('en-US')} rows` +
       (input.distinctIds != null ? ` (${input.distinctIds.toLocaleString('en-US')} distinct \`${DEDUPE_COLUMN}\`)` : '') +
       `, ${fmtBytes(input.bytes)} on disk (avg ${fmtBytes(input.bytes / input.files.length)}/file), ` +
       `${fmtBytes(input.parquetUncompressedBytes)} Parquet-uncompressed, ${input.inputRowGroups} row groups; ${genDesc}`,
@@ -294,7 +390,8 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
       `(deleted after measuring), warm page cache. Wall = spawn to exit as seen by the driver (includes node start-up); ` +
       `peak RSS = "Maximum resident set size" from time -v. Sizes from the last run (KiB/MiB = 1024-based). Rows checked once with DuckDB \`count(*)\`; ` +
       (tools.includes('old-loop') ? `old-loop dedupes by \`${DEDUPE_COLUMN}\`${args.dedupe ? ', gencompact too (--dedupe)' : ', gencompact and DuckDB do not (defaults)'}. ` : '') +
-      `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + SORT_COLUMN : ''}.`,
+      `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + SORT_COLUMN : ''}` +
+      `${args.dedupe ? ', dedupeBy ' + DEDUPE_COLUMN : ''}, compression ${codecOf(args)}, threads ${args.threads || 'default (available cores)'}, verify ${args.verify ? 'on' : 'off'}.`,
     '',
     table,
     '',
@@ -320,7 +417,7 @@ async function main() {
     ? `npm run bench${process.argv.length > 2 ? ' --' + process.argv.slice(2).map(a => ' ' + a).join('') : ''}` : invoked
 
   if (!fs.existsSync(TIME)) throw new Error(`${TIME} not found (apt-get install time)`)
-  if (args.only.includes('gencompact') && !fs.existsSync(path.join(ROOT, 'index.js'))) {
+  if (args.only.some(isGencompact) && !fs.existsSync(path.join(ROOT, 'index.js'))) {
     console.error('warning: index.js not found — the gencompact runs will fail (build the addon first: npm run build)')
   }
 
@@ -330,13 +427,17 @@ async function main() {
   await duck.run('SET threads=2')
   const duckdbVersion = (await duck.runAndReadAll('SELECT version() AS v')).getRowObjectsJS()[0].v
 
-  const input = await ensureInput(args, duck)
+  const seedInput = await ensureInput(args, duck)
+  const input = args.shape === 'mixed-codec' ? await ensureMixedCodec(seedInput, duck) : seedInput
+  if (args.only.includes('bare') && !fs.existsSync(BARE)) {
+    throw new Error(`${path.relative(ROOT, BARE)} not found: cargo build --release --example bare (npm run bench builds it)`)
+  }
   fs.mkdirSync(OUT, { recursive: true })
   const listFile = path.join(OUT, 'input-files.json')
   fs.writeFileSync(listFile, JSON.stringify(input.files))
   console.error(`input: ${input.files.length} files, ${input.rowCount} rows, ${fmtBytes(input.bytes)}; tools ${args.only.join(', ')}; ${args.runs} run(s)`)
 
-  const idle = args.only.includes('gencompact') ? await runOnce('idle', 0, listFile, args) : null
+  const idle = args.only.some(isGencompact) ? await runOnce('idle', 0, listFile, args) : null
   if (idle) process.stderr.write(`idle process (node + addon): ${fmtBytes(idle.maxRssBytes)} RSS\n`)
   const results = []
   const verify = {}
