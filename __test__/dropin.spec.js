@@ -261,7 +261,7 @@ describe('default codec: the one holding most compressed input bytes', () => {
   })
 
   test('plain hyparquet (without hyparquet-compressors) reads every row of the default output', async () => {
-    const r = await compactGeneration(snappyGen.files, { outDir: freshOut('codec-plain'), targetFileBytes: 256 << 10, batchRows: 64 })
+    const r = await compactGeneration(snappyGen.files, { outDir: freshOut('codec-plain'), targetFileBytes: 96 << 10, batchRows: 64 })
     expect(r.files.length).toBeGreaterThan(1)
     const expected = await plainRows(snappyGen.files)
     expect(expected).toHaveLength(snappyGen.rows)

@@ -16,11 +16,11 @@ use crate::write::{create_dir, open_writer, remove_created_dirs, sync_dir, write
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_writer::ArrowWriter;
+use crate::encode::ColumnWriter;
 use parquet::file::properties::WriterProperties;
 use parquet_variant::Variant;
 use serde_json::Value;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,7 +41,7 @@ pub struct Diverter<'a> {
     kind: Kind,
     props: WriterProperties,
     tmp: PathBuf,
-    writer: Option<ArrowWriter<File>>,
+    writer: Option<ColumnWriter>,
     rg_bytes: usize,
     created_dirs: Vec<PathBuf>,
     created: Vec<PathBuf>,
@@ -110,7 +110,7 @@ impl<'a> Diverter<'a> {
             }
             let file = OpenOptions::new().write(true).create_new(true).open(&self.tmp).map_err(|e| CompactError::io(&self.tmp, &e))?;
             self.created.push(self.tmp.clone());
-            self.writer = Some(open_writer(file, self.plan, self.props.clone(), &self.tmp)?);
+            self.writer = Some(open_writer(file, self.plan, self.props.clone(), &self.tmp, 1)?);
         }
         let Some(w) = self.writer.as_mut() else { return Ok(()) };
         if self.rg_bytes > 0 && self.rg_bytes.saturating_add(decoded_bytes) > self.opts.batch_bytes {
@@ -119,6 +119,10 @@ impl<'a> Diverter<'a> {
         }
         w.write(rows).map_err(|e| write_error(&self.tmp, e))?;
         self.rg_bytes += decoded_bytes;
+        if w.in_progress_rows() >= self.opts.batch_rows {
+            w.flush().map_err(|e| write_error(&self.tmp, e))?;
+            self.rg_bytes = 0;
+        }
         self.rows += rows.num_rows() as u64;
         Ok(())
     }

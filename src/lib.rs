@@ -9,6 +9,7 @@ pub mod compact;
 pub mod dedupe;
 pub mod digest;
 pub mod divert;
+pub mod encode;
 pub mod error;
 pub mod gate;
 pub mod group;

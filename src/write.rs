@@ -12,7 +12,7 @@ use crate::options::Options;
 use crate::plan::Plan;
 use crate::read::Batch;
 use arrow_array::RecordBatch;
-use parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
+use crate::encode::ColumnWriter;
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use crate::report::{file_report, FileReport};
@@ -153,7 +153,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 struct OpenFile {
-    writer: ArrowWriter<File>,
+    writer: ColumnWriter,
     tmp_path: PathBuf,
     final_path: PathBuf,
     rows: u64,
@@ -409,7 +409,7 @@ impl<'a> RollingWriter<'a> {
 
     /// Bytes actually written to the open file plus its open row group, as calibrated.
     /// Includes the footer the file will get, estimated per row group from closed files.
-    fn current_size(&self, writer: &ArrowWriter<File>) -> f64 {
+    fn current_size(&self, writer: &ColumnWriter) -> f64 {
         let row_groups = writer.flushed_row_groups().len() + usize::from(writer.in_progress_rows() > 0);
         writer.bytes_written() as f64
             + writer.in_progress_size() as f64 * self.calibration.factor()
@@ -418,7 +418,7 @@ impl<'a> RollingWriter<'a> {
 
     fn open(&mut self) -> Result<OpenFile> {
         let (file, tmp_path, final_path) = self.outputs.create_next()?;
-        let writer = open_writer(file, self.plan, self.props.clone(), &tmp_path)?;
+        let writer = open_writer(file, self.plan, self.props.clone(), &tmp_path, self.opts.threads)?;
         Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0, sent: 0 })
     }
 
@@ -464,12 +464,9 @@ fn row_group_metadata(plan: &Plan, rg: RowGroupMetaData) -> Arc<ParquetMetaData>
 }
 
 /// A Parquet writer through the inputs' own Parquet schema (field ids, VARIANT, timestamps).
-pub(crate) fn open_writer(file: File, plan: &Plan, props: WriterProperties, path: &Path) -> Result<ArrowWriter<File>> {
-    let options = ArrowWriterOptions::new()
-        .with_properties(props)
-        .with_parquet_schema(plan.parquet_schema.as_ref().clone())
-        .with_skip_arrow_metadata(true);
-    ArrowWriter::try_new_with_options(file, plan.arrow_schema.clone(), options).map_err(|e| write_error(path, e))
+/// Its column chunks are encoded on up to `threads` threads (`encode`).
+pub(crate) fn open_writer(file: File, plan: &Plan, props: WriterProperties, path: &Path, threads: usize) -> Result<ColumnWriter> {
+    ColumnWriter::new(file, plan.arrow_schema.clone(), &plan.parquet_schema, props, threads).map_err(|e| write_error(path, e))
 }
 
 fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<()> {
