@@ -1,6 +1,6 @@
 //! Encode: one output file's Parquet writer, whose column chunks are encoded in parallel —
 //! one `ArrowColumnWriter` per leaf column, the way parquet-rs exposes its `ArrowWriter` for
-//! this — on up to `threads` threads. The writers, their settings and the order in which their
+//! this — on the calling thread and `threads` − 1 helper threads that live as long as the file. The writers, their settings and the order in which their
 //! chunks are appended are `ArrowWriter`'s own, so the bytes are the same whatever the number
 //! of threads.
 //!
@@ -8,7 +8,7 @@
 //! leaf arrays of the batch being encoded (views into the batch, plus definition and
 //! repetition levels).
 
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, ArrowWriter, ArrowWriterOptions};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, ArrowWriter, ArrowWriterOptions};
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::properties::WriterProperties;
@@ -17,17 +17,94 @@ use parquet::schema::types::SchemaDescriptor;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use std::fs::File;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 pub struct ColumnWriter {
     file: SerializedFileWriter<File>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
-    /// The open row group's column writers, one per leaf column.
-    open: Option<Vec<ArrowColumnWriter>>,
+    /// The open row group's column writers, one per leaf column (`None` while one is out
+    /// with a worker).
+    open: Option<Vec<Option<ArrowColumnWriter>>>,
     rows: usize,
-    threads: usize,
+    /// Helper threads, alive as long as the file is open (threads that come and go per batch
+    /// would each take a malloc arena and keep its high-water mark).
+    workers: Option<Workers>,
+}
+
+/// A unit of work for a worker, and what comes back.
+enum Job {
+    Write(usize, ArrowColumnWriter, ArrowLeafColumn),
+    Close(usize, ArrowColumnWriter),
+}
+
+enum Done {
+    Written(usize, ArrowColumnWriter, Result<()>),
+    Closed(usize, Result<ArrowColumnChunk>),
+    /// The job panicked (the call fails; its writer is gone).
+    Panicked(String),
+}
+
+/// Runs one job, a panic included.
+fn perform(job: Job) -> Done {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+        Job::Write(i, mut w, leaf) => {
+            let r = w.write(&leaf);
+            Done::Written(i, w, r)
+        }
+        Job::Close(i, w) => Done::Closed(i, w.close()),
+    }));
+    outcome.unwrap_or_else(|p| Done::Panicked(crate::guard::panic_message(&*p)))
+}
+
+struct Workers {
+    jobs: Option<Sender<Job>>,
+    done: Receiver<Done>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    fn start(n: usize) -> Option<Workers> {
+        if n == 0 {
+            return None;
+        }
+        let (jobs, job_rx) = channel::<Job>();
+        let (done_tx, done) = channel::<Done>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let mut handles = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (rx, tx) = (job_rx.clone(), done_tx.clone());
+            let spawned = std::thread::Builder::new().name("gencompact-encode".into()).spawn(move || loop {
+                let job = match rx.lock() {
+                    Ok(guard) => guard.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                if tx.send(perform(job)).is_err() {
+                    return;
+                }
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(_) => break,
+            }
+        }
+        if handles.is_empty() {
+            return None;
+        }
+        Some(Workers { jobs: Some(jobs), done, handles })
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
 }
 
 impl ColumnWriter {
@@ -36,7 +113,7 @@ impl ColumnWriter {
     pub fn new(file: File, schema: SchemaRef, parquet: &SchemaDescriptor, props: WriterProperties, threads: usize) -> Result<Self> {
         let options = ArrowWriterOptions::new().with_properties(props).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
         let (file, factory) = ArrowWriter::try_new_with_options(file, schema.clone(), options)?.into_serialized_writer()?;
-        Ok(ColumnWriter { file, factory, schema, open: None, rows: 0, threads: threads.max(1) })
+        Ok(ColumnWriter { file, factory, schema, open: None, rows: 0, workers: Workers::start(threads.saturating_sub(1)) })
     }
 
     /// Appends `batch` to the open row group (opening one if needed).
@@ -48,15 +125,28 @@ impl ColumnWriter {
         for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
             leaves.extend(compute_leaves(field.as_ref(), column)?);
         }
-        let writers = match self.open.as_mut() {
-            Some(w) => w,
-            None => self.open.insert(self.factory.create_column_writers(self.file.flushed_row_groups().len())?),
-        };
+        if self.open.is_none() {
+            let writers = self.factory.create_column_writers(self.file.flushed_row_groups().len())?;
+            self.open = Some(writers.into_iter().map(Some).collect());
+        }
+        let writers = self.open.as_mut().ok_or_else(|| ParquetError::General("no open row group".into()))?;
         if writers.len() != leaves.len() {
             return Err(ParquetError::General(format!("{} leaf columns for {} column writers", leaves.len(), writers.len())));
         }
-        let jobs: Vec<Mutex<(&mut ArrowColumnWriter, &ArrowLeafColumn)>> = writers.iter_mut().zip(leaves.iter()).map(Mutex::new).collect();
-        run(&jobs, self.threads, |(writer, leaf)| writer.write(leaf))?;
+        let mut jobs = Vec::with_capacity(leaves.len());
+        for (i, leaf) in leaves.into_iter().enumerate() {
+            let w = writers[i].take().ok_or_else(|| ParquetError::General("column writer missing".into()))?;
+            jobs.push(Job::Write(i, w, leaf));
+        }
+        for done in dispatch(self.workers.as_ref(), jobs)? {
+            match done {
+                Done::Written(i, w, result) => {
+                    writers[i] = Some(w);
+                    result?;
+                }
+                Done::Closed(..) | Done::Panicked(_) => return Err(ParquetError::General("unexpected encoder result".into())),
+            }
+        }
         self.rows += batch.num_rows();
         Ok(())
     }
@@ -65,19 +155,25 @@ impl ColumnWriter {
     /// in column order.
     pub fn flush(&mut self) -> Result<()> {
         let Some(writers) = self.open.take() else { return Ok(()) };
-        let jobs: Vec<Mutex<Option<ArrowColumnWriter>>> = writers.into_iter().map(|w| Mutex::new(Some(w))).collect();
-        let chunks: Vec<Mutex<Option<parquet::arrow::arrow_writer::ArrowColumnChunk>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
-        let indexed: Vec<Mutex<(usize, &Mutex<Option<ArrowColumnWriter>>)>> = jobs.iter().enumerate().map(Mutex::new).collect();
-        run(&indexed, self.threads, |(i, job)| {
-            let writer = job.lock().map_err(|_| poisoned())?.take().ok_or_else(|| ParquetError::General("column writer closed twice".into()))?;
-            let chunk = writer.close()?;
-            *chunks[*i].lock().map_err(|_| poisoned())? = Some(chunk);
-            Ok(())
-        })?;
+        let mut jobs = Vec::with_capacity(writers.len());
+        for (i, w) in writers.into_iter().enumerate() {
+            jobs.push(Job::Close(i, w.ok_or_else(|| ParquetError::General("column writer missing".into()))?));
+        }
+        let n = jobs.len();
+        let mut chunks: Vec<Option<ArrowColumnChunk>> = (0..n).map(|_| None).collect();
+        for done in dispatch(self.workers.as_ref(), jobs)? {
+            match done {
+                Done::Closed(i, chunk) => {
+                    if let Some(slot) = chunks.get_mut(i) {
+                        *slot = Some(chunk?);
+                    }
+                }
+                Done::Written(..) | Done::Panicked(_) => return Err(ParquetError::General("unexpected encoder result".into())),
+            }
+        }
         let mut row_group = self.file.next_row_group()?;
         for chunk in chunks {
-            let chunk = chunk.into_inner().map_err(|_| poisoned())?.ok_or_else(|| ParquetError::General("column chunk missing".into()))?;
-            chunk.append_to_row_group(&mut row_group)?;
+            chunk.ok_or_else(|| ParquetError::General("column chunk missing".into()))?.append_to_row_group(&mut row_group)?;
         }
         row_group.close()?;
         self.rows = 0;
@@ -91,7 +187,7 @@ impl ColumnWriter {
 
     /// Anticipated encoded size of the open row group.
     pub fn in_progress_size(&self) -> usize {
-        self.open.as_ref().map(|w| w.iter().map(|c| c.get_estimated_total_bytes()).sum()).unwrap_or(0)
+        self.open.as_ref().map(|w| w.iter().flatten().map(|c| c.get_estimated_total_bytes()).sum()).unwrap_or(0)
     }
 
     pub fn in_progress_rows(&self) -> usize {
@@ -105,6 +201,7 @@ impl ColumnWriter {
     /// Flushes the open row group and writes the footer.
     pub fn finish(&mut self) -> Result<ParquetMetaData> {
         self.flush()?;
+        self.workers = None;
         self.file.finish()
     }
 
@@ -113,40 +210,34 @@ impl ColumnWriter {
     }
 }
 
-fn poisoned() -> ParquetError {
-    ParquetError::General("a column encoder panicked".into())
+/// Runs `jobs` — the calling thread and the workers each taking the next one — and returns
+/// every result. The calling thread takes jobs from the end, the workers from the front, so
+/// the big first columns spread.
+fn dispatch(workers: Option<&Workers>, mut jobs: Vec<Job>) -> Result<Vec<Done>> {
+    let run = perform;
+    let Some(workers) = workers.filter(|_| jobs.len() > 1) else {
+        return no_panic(jobs.into_iter().map(run).collect());
+    };
+    let total = jobs.len();
+    // Hand the workers the first half; do the second half here meanwhile.
+    let mine = jobs.split_off(total / 2);
+    let mut sent = 0;
+    if let Some(tx) = workers.jobs.as_ref() {
+        for job in jobs {
+            tx.send(job).map_err(|_| ParquetError::General("encoder thread gone".into()))?;
+            sent += 1;
+        }
+    }
+    let mut out: Vec<Done> = mine.into_iter().map(run).collect();
+    for _ in 0..sent {
+        out.push(workers.done.recv().map_err(|_| ParquetError::General("encoder thread gone".into()))?);
+    }
+    no_panic(out)
 }
 
-/// Runs `work` on every job, on up to `threads` threads taking the next job as they finish
-/// one; the first error wins. A panic in `work` propagates to the caller.
-fn run<T: Send>(jobs: &[Mutex<T>], threads: usize, work: impl Fn(&mut T) -> Result<()> + Sync) -> Result<()> {
-    let one = |job: &Mutex<T>| -> Result<()> {
-        let mut guard = job.lock().map_err(|_| poisoned())?;
-        work(&mut guard)
-    };
-    let threads = threads.min(jobs.len());
-    if threads <= 1 {
-        return jobs.iter().try_for_each(one);
+fn no_panic(out: Vec<Done>) -> Result<Vec<Done>> {
+    if let Some(Done::Panicked(msg)) = out.iter().find(|d| matches!(d, Done::Panicked(_))) {
+        return Err(ParquetError::General(format!("column encoder panicked: {msg}")));
     }
-    let next = AtomicUsize::new(0);
-    let first_error: Mutex<Option<ParquetError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                if let Err(e) = one(job) {
-                    if let Ok(mut slot) = first_error.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    next.store(jobs.len(), Ordering::Relaxed);
-                    break;
-                }
-            });
-        }
-    });
-    match first_error.into_inner().map_err(|_| poisoned())? {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    Ok(out)
 }
