@@ -18,7 +18,7 @@ use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
-use crate::write::{Calibration, Outputs, RollingWriter, Written, WrittenFile};
+use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
 use crate::digest::Digest;
 use crate::verify::{check_footer, compare, verify, verify_row_group, Fault};
 use std::sync::atomic::AtomicBool;
@@ -68,15 +68,15 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
         None => None,
     };
-    if let Some(keys) = &opts.sort_by {
-        sorting_columns(&plan, keys)?;
-    }
+    // Writer settings, built once: every data file (and the divert side file) shares them.
+    let sorting = opts.sort_by.as_ref().map(|keys| sorting_columns(&plan, keys)).transpose()?;
+    let props = writer_properties(&plan, opts, sorting);
     let mut partitioner = match &opts.partition_by {
         Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
     };
     let mut diverter = match &opts.divert {
-        Some(spec) => Some(Diverter::new(&plan, opts, spec)?),
+        Some(spec) => Some(Diverter::new(&plan, opts, spec, props.clone())?),
         None => None,
     };
     let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
@@ -154,7 +154,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         let mut fault = Fault::from_env();
         for g in &groups {
             // One tuple at a time: its own run of files.
-            let mut writer = RollingWriter::new(&plan, opts, &mut outputs, g.input_bytes, calibration.clone());
+            let mut writer = RollingWriter::new(&plan, opts, props.clone(), &mut outputs, g.input_bytes, calibration.clone());
             if let Some((tx, _)) = &verifier {
                 writer.notify_closed(tx.clone());
             }
@@ -263,7 +263,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             d.publish()?;
         }
         check_cancel(cancel)?;
-        let mut report = build_report(&plan, &files_written, totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
+        let mut report = build_report(&plan, files_written.iter().map(|f| f.report.clone()).collect(), totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
         report.rows_deleted = totals.rows_deleted;
         report.duplicates_dropped = duplicates_dropped + deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
         report.diverted = diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));

@@ -12,7 +12,8 @@ use crate::error::{CompactError, Result};
 use crate::options::{DivertSpec, Options};
 use crate::plan::Plan;
 use crate::read::Batch;
-use crate::write::{create_dir, open_writer, remove_created_dirs, sync_dir, write_error, writer_properties};
+use crate::dirs::{sync_dir, CreatedDirs};
+use crate::write::{open_writer, write_error};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::DataType;
@@ -43,7 +44,7 @@ pub struct Diverter<'a> {
     tmp: PathBuf,
     writer: Option<ColumnWriter>,
     rg_bytes: usize,
-    created_dirs: Vec<PathBuf>,
+    created_dirs: CreatedDirs,
     created: Vec<PathBuf>,
     committed: bool,
     /// Rows written to the side file.
@@ -52,7 +53,8 @@ pub struct Diverter<'a> {
 
 impl<'a> Diverter<'a> {
     /// Checks the spec against the inputs' schema and that `to` does not exist yet.
-    pub fn new(plan: &'a Plan, opts: &'a Options, spec: &DivertSpec) -> Result<Self> {
+    /// `props`: the data files' writer settings.
+    pub fn new(plan: &'a Plan, opts: &'a Options, spec: &DivertSpec, props: WriterProperties) -> Result<Self> {
         let invalid = |msg: String| CompactError::InvalidOptions(format!("'divert': {msg}"));
         let column = plan.arrow_schema.index_of(&spec.column).map_err(|_| invalid(format!("column '{}' is not in the inputs", spec.column)))?;
         let dt = plan.arrow_schema.field(column).data_type();
@@ -75,11 +77,11 @@ impl<'a> Diverter<'a> {
             spec: spec.clone(),
             column,
             kind,
-            props: writer_properties(plan, opts),
+            props,
             tmp: PathBuf::from(tmp),
             writer: None,
             rg_bytes: 0,
-            created_dirs: Vec::new(),
+            created_dirs: CreatedDirs::default(),
             created: Vec::new(),
             committed: false,
             rows: 0,
@@ -106,7 +108,7 @@ impl<'a> Diverter<'a> {
     fn write(&mut self, rows: &RecordBatch, decoded_bytes: usize) -> Result<()> {
         if self.writer.is_none() {
             if let Some(parent) = self.spec.to.parent().filter(|p| !p.as_os_str().is_empty()) {
-                self.created_dirs = create_dir(parent, "divert.to's directory")?;
+                self.created_dirs = CreatedDirs::create(parent, "divert.to's directory")?;
             }
             let file = OpenOptions::new().write(true).create_new(true).open(&self.tmp).map_err(|e| CompactError::io(&self.tmp, &e))?;
             self.created.push(self.tmp.clone());
@@ -240,7 +242,7 @@ impl Drop for Diverter<'_> {
             for p in &self.created {
                 let _ = std::fs::remove_file(p);
             }
-            remove_created_dirs(&self.created_dirs);
+            self.created_dirs.remove_empty();
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod compact;
 pub mod dedupe;
 pub mod digest;
+pub mod dirs;
 pub mod divert;
 pub mod encode;
 pub mod error;

@@ -4,7 +4,6 @@
 use crate::iceberg::metrics::{column_bounds, BoundValue};
 use crate::iceberg::partition::PartitionValue;
 use crate::plan::Plan;
-use crate::write::WrittenFile;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
@@ -132,9 +131,11 @@ fn column_reports(meta: &ParquetMetaData) -> Vec<ColumnReport> {
     out
 }
 
-pub fn build_report(plan: &Plan, files: &[WrittenFile], rows_read: u64, rows_written: u64, elapsed_ms: f64) -> CompactReport {
+/// The call's report from each output's (`files`) and the plan's figures.
+pub fn build_report(plan: &Plan, files: Vec<FileReport>, rows_read: u64, rows_written: u64, elapsed_ms: f64) -> CompactReport {
+    let bytes_written = files.iter().map(|f| f.file_size_in_bytes).sum();
     CompactReport {
-        files: files.iter().map(|f| f.report.clone()).collect(),
+        files,
         input_files: plan.inputs.len() as u32,
         rows_read,
         rows_deleted: 0,
@@ -142,7 +143,7 @@ pub fn build_report(plan: &Plan, files: &[WrittenFile], rows_read: u64, rows_wri
         duplicates_dropped: 0,
         diverted: None,
         bytes_read: plan.total_file_bytes,
-        bytes_written: files.iter().map(|f| f.size).sum(),
+        bytes_written,
         elapsed_ms,
         files_spilled: 0,
         bytes_spilled: 0,

@@ -8,7 +8,7 @@
 //! a run being read holds one decoded chunk and a read buffer.
 
 use crate::error::{CompactError, Result};
-use crate::write::{create_dir, remove_created_dirs};
+use crate::dirs::CreatedDirs;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -23,7 +23,7 @@ pub struct SpillDir {
     dir: PathBuf,
     prefix: String,
     next: usize,
-    created_dirs: Vec<PathBuf>,
+    created_dirs: CreatedDirs,
     ready: bool,
     /// Bytes and files spilled so far (for reports and tests).
     pub bytes_spilled: u64,
@@ -35,14 +35,14 @@ pub struct SpillDir {
 impl SpillDir {
     /// Nothing is created until the first run is spilled.
     pub fn new(dir: &Path, prefix: &str) -> Self {
-        SpillDir { dir: dir.to_path_buf(), prefix: prefix.to_string(), next: 0, created_dirs: Vec::new(), ready: false, bytes_spilled: 0, files_spilled: 0, intermediate_merges: 0 }
+        SpillDir { dir: dir.to_path_buf(), prefix: prefix.to_string(), next: 0, created_dirs: CreatedDirs::default(), ready: false, bytes_spilled: 0, files_spilled: 0, intermediate_merges: 0 }
     }
 
     fn ensure_dir(&mut self) -> Result<()> {
         if self.ready {
             return Ok(());
         }
-        self.created_dirs = create_dir(&self.dir, "tmpDir")?;
+        self.created_dirs = CreatedDirs::create(&self.dir, "tmpDir")?;
         self.ready = true;
         Ok(())
     }
@@ -72,7 +72,7 @@ impl SpillDir {
 
 impl Drop for SpillDir {
     fn drop(&mut self) {
-        remove_created_dirs(&self.created_dirs);
+        self.created_dirs.remove_empty();
     }
 }
 

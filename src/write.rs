@@ -13,9 +13,11 @@ use crate::plan::Plan;
 use crate::read::Batch;
 use arrow_array::RecordBatch;
 use crate::encode::ColumnWriter;
+use crate::dirs::{sync_dir, CreatedDirs};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use crate::report::{file_report, FileReport};
+use parquet::file::metadata::SortingColumn;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -47,13 +49,13 @@ pub struct Outputs {
     created: Vec<PathBuf>,
     /// Directories this call created for outDir, deepest first (removed again on failure
     /// when empty).
-    created_dirs: Vec<PathBuf>,
+    created_dirs: CreatedDirs,
     committed: bool,
 }
 
 impl Outputs {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
-        let created_dirs = create_dir(dir, "outDir")?;
+        let created_dirs = CreatedDirs::create(dir, "outDir")?;
         Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dirs, committed: false })
     }
 
@@ -119,37 +121,9 @@ impl Drop for Outputs {
             for p in &self.created {
                 let _ = std::fs::remove_file(p);
             }
-            remove_created_dirs(&self.created_dirs);
+            self.created_dirs.remove_empty();
         }
     }
-}
-
-/// Creates `dir` (and missing parents) as the directory option `what` names; returns the
-/// directories this created, deepest first, for `remove_created_dirs`.
-pub(crate) fn create_dir(dir: &Path, what: &str) -> Result<Vec<PathBuf>> {
-    let created: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
-    std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
-    if !std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?.is_dir() {
-        return Err(CompactError::Io { path: dir.display().to_string(), msg: format!("{what} is not a directory") });
-    }
-    Ok(created)
-}
-
-/// Removes the directories `create_dir` created, where they are empty again.
-pub(crate) fn remove_created_dirs(created: &[PathBuf]) {
-    for dir in created {
-        let _ = std::fs::remove_dir(dir);
-    }
-}
-
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        let d = File::open(dir).map_err(|e| CompactError::io(dir, &e))?;
-        d.sync_all().map_err(|e| CompactError::io(dir, &e))?;
-    }
-    let _ = dir;
-    Ok(())
 }
 
 struct OpenFile {
@@ -250,8 +224,7 @@ impl Calibration {
 impl<'a> RollingWriter<'a> {
     /// `input_bytes`: the compressed input bytes whose rows this writer will receive.
     /// `calibration`: what earlier writers of the call measured (`Calibration::default()` first).
-    pub fn new(plan: &'a Plan, opts: &'a Options, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
-        let props = writer_properties(plan, opts);
+    pub fn new(plan: &'a Plan, opts: &'a Options, props: WriterProperties, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
         RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, on_close: None, rows_written: 0 }
     }
 
@@ -494,7 +467,7 @@ pub(crate) fn write_error(path: &Path, e: ParquetError) -> CompactError {
 /// Writer settings: the requested codec; dictionary encoding where any input used it, with a
 /// dictionary limit as large as a row group may be so fat repeated values never fall back
 /// to plain; truncated statistics; the inputs' key-value metadata.
-pub(crate) fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties {
+pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec<SortingColumn>>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(opts.codec())
         .set_max_row_group_row_count(Some(opts.batch_rows))
@@ -504,11 +477,8 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options) -> WriterProperties
         .set_statistics_truncate_length(Some(STATS_TRUNCATE_BYTES))
         .set_column_index_truncate_length(Some(STATS_TRUNCATE_BYTES))
         .set_created_by(format!("gencompact version {} (parquet-rs 60)", env!("CARGO_PKG_VERSION")));
-    if let Some(keys) = &opts.sort_by {
-        // Validated before any writer exists (`sort::sorting_columns` in `compact`).
-        if let Ok(columns) = crate::sort::sorting_columns(plan, keys) {
-            b = b.set_sorting_columns(Some(columns));
-        }
+    if sorting.is_some() {
+        b = b.set_sorting_columns(sorting);
     }
     if !plan.key_value.is_empty() {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
