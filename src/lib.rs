@@ -18,6 +18,8 @@ pub mod guard;
 pub mod iceberg;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
+#[cfg_attr(test, allow(dead_code))]
+mod node_values;
 pub mod options;
 pub mod plan;
 pub mod read;
