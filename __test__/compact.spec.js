@@ -1,7 +1,7 @@
 'use strict'
 // Core behaviour of compactGeneration on a production-shaped partition: many small files become
 // few files near the target, every row survives, and the result describes the files on disk.
-// Expected values come from the inputs (fixture generator, hyparquet, DuckDB) and API.md, never
+// Expected values come from the inputs (fixture generator, hyparquet, DuckDB) and the README's contract, never
 // from a previous run of the addon.
 
 const fs = require('fs')

@@ -2,7 +2,7 @@
 // The outputs are read by the production reader (hyparquet + hyparquet-compressors), DuckDB and
 // pyarrow exactly as the inputs are: same Parquet schema (field ids, logical types, VARIANT),
 // same `iceberg.schema`, same rows, for every compression. Plus the snappy size question and
-// the schema evolution promised by API.md.
+// the schema evolution promised by the README.
 
 const fs = require('fs')
 const path = require('path')

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict'
 // Re-implementation of the OLD JS compactGeneration loop (the one that produced
-// 230 x ~0.5 MB files for a 52,329-row day; see /work/shared/CONTEXT.md):
+// 230 x ~0.5 MB files for a 52,329-row day; see the README's "Why"):
 //
 //   for each input file, in manifest order, for each row:
 //     drop the row if its _hyp_cache_row_id was already seen in this generation

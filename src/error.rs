@@ -1,5 +1,5 @@
 //! Typed errors of a compaction call. Every failure maps to one of the public codes of
-//! API.md (`err.code` in JS); messages name the file, and the column where one is involved.
+//! the README and index.d.ts (`err.code` in JS); messages name the file, and the column where one is involved.
 
 use std::io;
 use std::path::Path;

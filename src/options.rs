@@ -38,7 +38,7 @@ impl RawValue {
     }
 }
 
-/// Option keys of API.md. `signal` and `onProgress` are consumed by the N-API layer.
+/// Option keys of the README's API table (and `CompactOptions` in index.d.ts). `signal` and `onProgress` are consumed by the N-API layer.
 pub const KNOWN_KEYS: &[&str] = &[
     "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
     "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "divert", "outLocation", "threads", "signal",

@@ -70,7 +70,7 @@ static ALLOCATOR: Counting = Counting;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const BATCH_BYTES: usize = 4 << 20;
-/// The memory bound of API.md for these options: 3 × batchBytes + 64 MiB.
+/// The memory bound the README states for these options: 3 × batchBytes + 64 MiB.
 const BOUND: usize = 3 * BATCH_BYTES + (64 << 20);
 
 // ---- seeds ------------------------------------------------------------------------------
