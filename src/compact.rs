@@ -192,10 +192,8 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                     batch = d.split(batch)?;
                 }
                 if let Some(d) = deduper.as_mut() {
-                    let n = batch.batch.num_rows();
-                    let kept = d.filter(batch.batch)?;
-                    batch.decoded_bytes = batch.decoded_bytes * kept.num_rows() / n.max(1);
-                    batch.batch = kept;
+                    let kept = d.filter(batch.batch.clone())?;
+                    batch = batch.retain(kept);
                 }
                 if batch.batch.num_rows() == 0 {
                     return Ok(());

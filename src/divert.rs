@@ -101,8 +101,7 @@ impl<'a> Diverter<'a> {
         let keep: BooleanArray = matches.iter().map(|m| Some(!*m)).collect();
         let kept = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
         self.write(&diverted, batch.decoded_bytes * hits / n.max(1))?;
-        let share = kept.num_rows() as f64 / n.max(1) as f64;
-        Ok(Batch { decoded_bytes: (batch.decoded_bytes as f64 * share) as usize, input_bytes: batch.input_bytes * share, batch: kept, deleted: batch.deleted, positions: Vec::new() })
+        Ok(batch.retain(kept))
     }
 
     fn write(&mut self, rows: &RecordBatch, decoded_bytes: usize) -> Result<()> {

@@ -15,7 +15,7 @@ use crate::dedupe::Deduper;
 use crate::divert::Diverter;
 use roaring::RoaringTreemap;
 use crate::error::CompactError;
-use arrow_array::BooleanArray;
+use arrow_array::{BooleanArray, RecordBatch};
 use crate::read::{all_segments, read_segments, ReadLimits, RowFilters, Segment};
 use std::sync::atomic::AtomicBool;
 
@@ -96,7 +96,7 @@ pub fn group(
     };
     let filters = RowFilters { deletes, positions: first_pass.is_some(), ..RowFilters::default() };
     let mut equality_deleted = 0u64;
-    read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| {
+    read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, mut batch| {
         equality_deleted += batch.deleted;
         if batch.batch.num_rows() == 0 {
             return Ok(());
@@ -104,16 +104,16 @@ pub fn group(
         if let Some(fp) = first_pass.as_deref_mut() {
             // Diverted rows take no part in dedupe: neither recorded nor dropped.
             let diverted = fp.diverter.map(|d| d.matches_in(&batch.batch)).filter(|m| m.iter().any(|x| *x));
-            let (rows, positions) = match &diverted {
+            let filtered;
+            let (rows, positions): (&RecordBatch, Vec<u64>) = match &diverted {
                 Some(m) => {
                     let keep: BooleanArray = m.iter().map(|d| Some(!*d)).collect();
-                    let rows = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
-                    let positions: Vec<u64> = batch.positions.iter().zip(m).filter(|(_, d)| !**d).map(|(p, _)| *p).collect();
-                    (rows, positions)
+                    filtered = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
+                    (&filtered, batch.positions.iter().zip(m).filter(|(_, d)| !**d).map(|(p, _)| *p).collect())
                 }
-                None => (batch.batch.clone(), batch.positions.clone()),
+                None => (&batch.batch, std::mem::take(&mut batch.positions)),
             };
-            let first = fp.deduper.first_occurrences(&rows)?;
+            let first = fp.deduper.first_occurrences(rows)?;
             for (is_first, pos) in first.into_iter().zip(positions) {
                 if !is_first {
                     if let Some(slot) = fp.duplicates.get_mut(segment.input) {

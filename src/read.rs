@@ -10,9 +10,10 @@
 //! Besides the batch, the reader holds one decompressed page and one dictionary per column.
 //!
 //! Rows the table deleted (`iceberg::deletes`: position deletes, deletion vectors, equality
-//! deletes) are dropped here, as they are decoded, so no later stage ever sees them; each
-//! batch counts the rows it lost. Row groups shared with other partition tuples are filtered
-//! to the tuple being written in the same pass.
+//! deletes) are dropped here, so no later stage ever sees them: deleted positions (and later
+//! dedupe occurrences a first pass found) are skipped with a row selection, never decoded;
+//! equality-deleted rows are filtered out and counted per batch. Row groups shared with other
+//! partition tuples are filtered to the tuple being written in the same pass.
 
 use crate::error::{CompactError, Result};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
@@ -49,6 +50,28 @@ pub struct Batch {
     pub deleted: u64,
     /// Each row's position in its input, when `RowFilters::positions` asked for them.
     pub positions: Vec<u64>,
+}
+
+impl Batch {
+    /// The batch holding only `kept` (rows of this batch): its decoded bytes scaled to them.
+    /// Its input bytes stay: the writer measures output per input byte read, and the rows a
+    /// later stage drops (dedupe, divert) were read all the same.
+    pub fn retain(self, kept: RecordBatch) -> Batch {
+        let n = self.batch.num_rows().max(1);
+        let decoded_bytes = self.decoded_bytes.saturating_mul(kept.num_rows()) / n;
+        Batch { batch: kept, decoded_bytes, ..self }
+    }
+}
+
+/// The same column in a wider type as schema evolution allows (int → long, float → double),
+/// or unchanged; `None` for any other pair.
+pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
+    Some(match (a.data_type(), to) {
+        (from, to) if from == to => a.clone(),
+        (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
+        (DataType::Float32, DataType::Float64) => Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)))),
+        _ => return None,
+    })
 }
 
 /// What the read stage applies to each decoded batch before handing it on.
@@ -251,7 +274,7 @@ impl Skip {
     /// Positions of the `n` selected rows after the first `done`.
     fn positions(&self, start: u64, done: usize, n: usize) -> Vec<u64> {
         match &self.kept {
-            Some(kept) => kept.iter().skip(done).take(n).copied().collect(),
+            Some(kept) => kept.get(done..(done + n).min(kept.len())).unwrap_or_default().to_vec(),
             None => (start + done as u64..start + (done + n) as u64).collect(),
         }
     }
@@ -319,15 +342,15 @@ fn adapt(path: &Path, batch: RecordBatch, map: &[Option<usize>], schema: &Schema
             None => new_null_array(field.data_type(), n),
             Some(j) => {
                 let a = batch.column(*j);
-                match (a.data_type(), field.data_type()) {
-                    (from, to) if from == to => a.clone(),
-                    (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
-                    (DataType::Float32, DataType::Float64) => {
-                        Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from))))
-                    }
+                match widen_array(a, field.data_type()) {
+                    Some(widened) => widened,
                     // Same layout, differing only in nested nullability or metadata.
-                    (_, to) => make_array(
-                        a.to_data().into_builder().data_type(to.clone()).build().map_err(|e| CompactError::corrupt(path, Some(field.name().clone()), e))?,
+                    None => make_array(
+                        a.to_data()
+                            .into_builder()
+                            .data_type(field.data_type().clone())
+                            .build()
+                            .map_err(|e| CompactError::corrupt(path, Some(field.name().clone()), e))?,
                     ),
                 }
             }

@@ -10,10 +10,10 @@
 use crate::error::{CompactError, Result};
 use crate::iceberg::puffin;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
-use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, widen_array, ReadLimits};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
@@ -271,19 +271,13 @@ fn has_id(t: &Type, id: i32) -> bool {
     t.get_basic_info().has_id() && t.get_basic_info().id() == id
 }
 
-/// An equality-delete column in the data's type: the same, or widened as schema evolution
-/// allows (int → long, float → double).
+/// An equality-delete column in the data's type: the same, widened as schema evolution
+/// allows, or all null.
 fn cast_to(a: &ArrayRef, target: &DataType) -> Option<ArrayRef> {
-    use arrow_array::types::{Float32Type, Int32Type};
-    Some(match (a.data_type(), target) {
-        (from, to) if from == to => a.clone(),
-        (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
-        (DataType::Float32, DataType::Float64) => {
-            Arc::new(arrow_array::Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from))))
-        }
-        (DataType::Null, to) => arrow_array::new_null_array(to, a.len()),
-        _ => return None,
-    })
+    match a.data_type() {
+        DataType::Null => Some(arrow_array::new_null_array(target, a.len())),
+        _ => widen_array(a, target),
+    }
 }
 
 /// Reads a position-delete file and adds the positions of every listed input to its bitmap.
