@@ -20,7 +20,7 @@ use crate::sort::{sorting_columns, Sorter};
 use crate::spill::SpillDir;
 use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
 use crate::digest::Digest;
-use crate::verify::{check_footer, compare, verify, verify_row_group, Fault};
+use crate::verify::{compare, verify, verify_as_written, Fault};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -108,26 +108,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         if opts.verify && opts.threads > 1 {
             let (tx, rx) = std::sync::mpsc::channel::<Written>();
             let (plan, limits) = (&plan, &verify_limits);
-            let handle = scope.spawn(move || -> Result<Digest> {
-                let mut found = Digest::default();
-                let mut seen: std::collections::HashMap<std::path::PathBuf, usize> = std::collections::HashMap::new();
-                for written in rx {
-                    match written {
-                        Written::RowGroup { path, meta } => {
-                            verify_row_group(&path, meta, plan, limits, cancel, &mut found)?;
-                            *seen.entry(path).or_default() += 1;
-                        }
-                        Written::Closed { path, rows, row_groups } => {
-                            let verified = seen.remove(&path).unwrap_or(0);
-                            if verified != row_groups {
-                                return Err(CompactError::VerifyFailed { path: path.display().to_string(), msg: format!("{verified} of its {row_groups} row groups were verified") });
-                            }
-                            check_footer(&path, rows, Some(row_groups), plan, limits)?;
-                        }
-                    }
-                }
-                Ok(found)
-            });
+            let handle = scope.spawn(move || verify_as_written(rx, plan, limits, cancel));
             verifier = Some((tx, handle));
         }
         // Declared after `outputs`, so dropped (run files removed) before it.

@@ -16,7 +16,10 @@ use crate::error::{CompactError, Result};
 use crate::guard::GuardedInput;
 use crate::plan::{base_reader_options, Plan};
 use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, ReadLimits};
-use crate::write::WrittenFile;
+use crate::write::{Written, WrittenFile};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use std::fs::File;
 use std::path::Path;
@@ -31,6 +34,29 @@ pub fn verify(files: &[WrittenFile], plan: &Plan, limits: &ReadLimits, expected:
         verify_file(&f.tmp_path, f.rows, plan, limits, cancel, &mut found)?;
     }
     compare(&found, expected, files.first().map(|f| f.tmp_path.as_path()))
+}
+
+/// Verifies what a writer hands over as it goes (`Written`: each flushed row group, then
+/// each closed file's footer) until the writer is done; returns the outputs' digest.
+pub fn verify_as_written(written: Receiver<Written>, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool) -> Result<Digest> {
+    let mut found = Digest::default();
+    let mut verified: HashMap<PathBuf, usize> = HashMap::new();
+    for w in written {
+        match w {
+            Written::RowGroup { path, meta } => {
+                verify_row_group(&path, meta, plan, limits, cancel, &mut found)?;
+                *verified.entry(path).or_default() += 1;
+            }
+            Written::Closed { path, rows, row_groups } => {
+                let done = verified.remove(&path).unwrap_or(0);
+                if done != row_groups {
+                    return Err(fail(&path, format!("{done} of its {row_groups} row groups were verified")));
+                }
+                check_footer(&path, rows, Some(row_groups), plan, limits)?;
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Re-reads one closed output: its footer's row count against `rows`, then every row into
