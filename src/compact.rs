@@ -16,7 +16,7 @@ use arrow_array::RecordBatch;
 use crate::divert::Diverter;
 use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
-use crate::sort::{sorting_columns, Sorter};
+use crate::sort::{sorting_columns, OrderCheck, Sorter};
 use crate::spill::SpillDir;
 use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
 use crate::digest::Digest;
@@ -86,7 +86,9 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         (Some(_), Some(d)) => Some(FirstPass { deduper: d, diverter: diverter.as_ref(), duplicates: Vec::new() }),
         _ => None,
     };
-    let Groups { tuples: groups, equality_deleted } = group(&plan, partitioner.as_mut(), deletes.as_ref(), first_pass.as_mut(), &limits, cancel)?;
+    // With `sortBy`, grouping also finds the tuples whose rows already arrive in order.
+    let mut order = opts.sort_by.as_ref().map(|keys| OrderCheck::new(&plan.arrow_schema, keys)).transpose()?;
+    let Groups { tuples: groups, equality_deleted } = group(&plan, partitioner.as_mut(), deletes.as_ref(), first_pass.as_mut(), order.as_mut(), &limits, cancel)?;
     let duplicates = first_pass.map(|fp| fp.duplicates);
     if duplicates.is_some() {
         deduper = None;
@@ -98,7 +100,6 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     // Otherwise in halves: one batch is decoded while the one before is written (`read_ahead`).
     // (Batch boundaries do not depend on `threads`, so neither do the output bytes.)
     let half_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 2).max(1), opts.batch_bytes);
-    let data_limits = if opts.sort_by.is_some() { &sort_limits } else { &half_limits };
     check_cancel(cancel)?;
     // With more than one thread, each file is verified as soon as it closes, beside writing.
     let verify_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
@@ -139,7 +140,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             if let Some((tx, _)) = &verifier {
                 writer.notify_closed(tx.clone());
             }
-            let mut sorter = match &opts.sort_by {
+            let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted) {
                 Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
                 None => None,
             };
@@ -162,6 +163,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                 }
             };
             let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
+            let data_limits = if sorter.is_some() { &sort_limits } else { &half_limits };
             let consume = |mut batch: Batch| -> Result<()> {
                 crate::testhooks::pause("read");
                 if count_equality_deletes {

@@ -16,6 +16,7 @@ use crate::divert::Diverter;
 use roaring::RoaringTreemap;
 use crate::error::CompactError;
 use arrow_array::{BooleanArray, RecordBatch};
+use crate::sort::OrderCheck;
 use crate::read::{all_segments, read_segments, ReadLimits, RowFilters, Segment};
 use std::sync::atomic::AtomicBool;
 
@@ -35,6 +36,8 @@ pub struct TupleGroup {
     pub segments: Vec<Segment>,
     /// The compressed input bytes its rows come from (shares of mixed row groups by rows).
     pub input_bytes: f64,
+    /// With `sortBy`: its rows already arrive in order (see `sort::OrderCheck`).
+    pub presorted: bool,
 }
 
 /// Groups in order of first appearance (`files` order, then row order).
@@ -55,6 +58,7 @@ pub fn group(
     partitioner: Option<&mut Partitioner>,
     deletes: Option<&DeleteIndex>,
     mut first_pass: Option<&mut FirstPass>,
+    mut order: Option<&mut OrderCheck>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
 ) -> Result<Groups> {
@@ -70,9 +74,23 @@ pub fn group(
                 input.data_bytes as f64 * (input.rows.saturating_sub(deleted)) as f64 / input.rows.max(1) as f64
             })
             .sum();
-        return Ok(Groups { tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes }], equality_deleted: None });
+        let mut presorted = false;
+        if let Some(order) = order {
+            // Only the sort keys are decoded (equality deletes, found again while reading,
+            // are counted there).
+            let filters = RowFilters { deletes, ..RowFilters::default() };
+            let roots = order.roots().to_vec();
+            read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |_, batch| order.observe(&batch.batch, None))?;
+            presorted = order.in_order(0);
+        }
+        return Ok(Groups { tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes, presorted }], equality_deleted: None });
     };
     let mut roots = partitioner.source_roots();
+    if let Some(order) = order.as_deref() {
+        roots.extend_from_slice(order.roots());
+        roots.sort_unstable();
+        roots.dedup();
+    }
     if let Some(fp) = first_pass.as_deref_mut() {
         roots.extend(plan.arrow_schema.index_of(fp.deduper.column_name()).ok());
         roots.extend(fp.diverter.map(|d| d.column()));
@@ -127,6 +145,9 @@ pub fn group(
             current = Some((segment.clone(), Vec::new()));
         }
         let ids = partitioner.tuple_ids(&batch.batch)?;
+        if let Some(order) = order.as_deref_mut() {
+            order.observe(&batch.batch, Some(&ids))?;
+        }
         let n = ids.len().max(1) as f64;
         let mut counts: Vec<(usize, usize)> = Vec::new();
         for id in ids {
@@ -137,7 +158,7 @@ pub fn group(
         }
         for (t, c) in counts {
             while groups.len() <= t {
-                groups.push(TupleGroup { tuple: Some(groups.len()), segments: Vec::new(), input_bytes: 0.0 });
+                groups.push(TupleGroup { tuple: Some(groups.len()), segments: Vec::new(), input_bytes: 0.0, presorted: false });
             }
             let g = &mut groups[t];
             g.input_bytes += batch.input_bytes * c as f64 / n;
@@ -153,5 +174,10 @@ pub fn group(
         Ok(())
     })?;
     finish(&mut groups, current.take());
+    if let Some(order) = order {
+        for g in groups.iter_mut() {
+            g.presorted = g.tuple.is_some_and(|t| order.in_order(t));
+        }
+    }
     Ok(Groups { tuples: groups, equality_deleted: Some(equality_deleted) })
 }

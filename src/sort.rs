@@ -69,6 +69,90 @@ pub fn sorting_columns(plan: &Plan, keys: &[SortKey]) -> Result<Vec<SortingColum
         .collect()
 }
 
+/// Whether rows already arrive in `sortBy` order: checked on the key columns alone, in read
+/// order, before any row is written. A tuple whose surviving rows are already in order (as a
+/// writer that flushes in time order leaves them when sorted by time) is streamed to the writer
+/// without buffering, spilling or merging: the stable sort of rows already in order is the
+/// identity, so the output is the same either way.
+///
+/// Memory: the key columns of one batch, and one key per tuple.
+pub struct OrderCheck {
+    names: Vec<String>,
+    roots: Vec<usize>,
+    converter: RowConverter,
+    /// Per tuple (one without `partitionBy`): the last key seen, and whether all were in order.
+    last: Vec<Option<arrow_row::OwnedRow>>,
+    sorted: Vec<bool>,
+}
+
+impl OrderCheck {
+    pub fn new(schema: &SchemaRef, keys: &[SortKey]) -> Result<Self> {
+        let columns = key_columns(schema, keys)?;
+        let fields = columns.iter().map(|(i, o)| SortField::new_with_options(schema.field(*i).data_type().clone(), *o)).collect();
+        let converter = RowConverter::new(fields).map_err(|e| CompactError::InvalidOptions(format!("'sortBy': {e}")))?;
+        Ok(OrderCheck {
+            names: columns.iter().map(|(i, _)| schema.field(*i).name().clone()).collect(),
+            roots: columns.iter().map(|(i, _)| *i).collect(),
+            converter,
+            last: Vec::new(),
+            sorted: Vec::new(),
+        })
+    }
+
+    /// The top-level columns the check decodes.
+    pub fn roots(&self) -> &[usize] {
+        &self.roots
+    }
+
+    /// Takes the next rows in read order; `tuples` gives each row's tuple (all 0 when `None`).
+    pub fn observe(&mut self, batch: &RecordBatch, tuples: Option<&[usize]>) -> Result<()> {
+        let n = batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let columns = self
+            .names
+            .iter()
+            .map(|name| batch.column_by_name(name).cloned().ok_or_else(|| CompactError::Internal(format!("sort key column '{name}' not decoded"))))
+            .collect::<Result<Vec<_>>>()?;
+        let rows = self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("sort keys: {e}")))?;
+        // Per tuple, the previous row of this batch (compared in place; owned once per batch).
+        let mut previous: Vec<Option<usize>> = Vec::new();
+        for i in 0..n {
+            let t = tuples.and_then(|ids| ids.get(i).copied()).unwrap_or(0);
+            if self.sorted.len() <= t {
+                self.sorted.resize(t + 1, true);
+                self.last.resize(t + 1, None);
+            }
+            if previous.len() <= t {
+                previous.resize(t + 1, None);
+            }
+            if self.sorted[t] {
+                let row = rows.row(i);
+                let in_order = match previous[t] {
+                    Some(p) => rows.row(p) <= row,
+                    None => self.last[t].as_ref().is_none_or(|last| last.row() <= row),
+                };
+                if !in_order {
+                    self.sorted[t] = false;
+                }
+            }
+            previous[t] = Some(i);
+        }
+        for (t, p) in previous.into_iter().enumerate() {
+            if let (Some(p), true) = (p, self.sorted.get(t).copied().unwrap_or(false)) {
+                self.last[t] = Some(rows.row(p).owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every row of tuple `t` seen arrived in order (true for a tuple with no rows).
+    pub fn in_order(&self, t: usize) -> bool {
+        self.sorted.get(t).copied().unwrap_or(true)
+    }
+}
+
 pub struct Sorter<'a> {
     schema: SchemaRef,
     keys: Vec<usize>,

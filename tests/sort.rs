@@ -200,3 +200,59 @@ fn abort_while_spilling_and_bad_keys_leave_nothing() {
         assert!(!out.exists(), "nothing created for bad options");
     }
 }
+
+/// Writes `rows` (seq, ts, n, tenant) as one input file.
+fn write_rows(path: &Path, rows: &[Row]) -> String {
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.1)).with_timezone("+00:00")),
+        Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.2))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3.clone()))),
+        Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(noise(r.0 as u64, 300))))),
+    ];
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), sort_schema(), None).unwrap();
+    w.write(&RecordBatch::try_new(sort_schema(), cols).unwrap()).unwrap();
+    w.close().unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn rows_already_in_order_stream_without_spilling_and_a_single_row_out_of_order_sorts() {
+    let s = Scratch::new("sort-presorted");
+    // 8 files of 150 rows; ts rises over the files with ties (also across file boundaries);
+    // tenants interleave, so each tenant's rows are in order too.
+    let rows: Vec<Row> = (0..1200).map(|i| (i, 1_700_000_000_000_000 + (i / 3) as i64, None, format!("t{}", i % 3))).collect();
+    for (case, out_of_order) in [("in-order", false), ("one-late-row", true)] {
+        let dir = s.path().join(case);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rows = rows.clone();
+        if out_of_order {
+            // the last row of the last file is earlier than everything but the first rows
+            rows[1199].1 = 1_700_000_000_000_001;
+        }
+        let files: Vec<String> = rows.chunks(150).enumerate().map(|(f, c)| write_rows(&dir.join(format!("p-{f}.parquet")), c)).collect();
+        let mut expected = rows.clone();
+        expected.sort_by_key(|r| r.1); // stable: ties keep arrival order
+        for partitioned in [false, true] {
+            let out = dir.join(format!("out-{partitioned}"));
+            let mut o = opts(&out);
+            o.batch_bytes = 16 << 10;
+            o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+            if partitioned {
+                o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
+            }
+            let r = run(&files, &o).unwrap();
+            assert_eq!(r.rows_written, 1200);
+            // Partitioned, only the late row's tenant is out of order and spills.
+            assert_eq!(r.files_spilled > 0, out_of_order, "{case} partitioned={partitioned}: {} runs spilled", r.files_spilled);
+            let mut got: Vec<Vec<Row>> = r.files.iter().map(|f| rows_of(Path::new(&f.path))).collect();
+            got.sort_by_key(|rows| rows.first().map(|r| r.3.clone()));
+            let want: Vec<Vec<Row>> = if partitioned {
+                (0..3).map(|t| expected.iter().filter(|r| r.3 == format!("t{t}")).cloned().collect()).collect()
+            } else {
+                vec![expected.clone()]
+            };
+            assert_eq!(got, want, "{case} partitioned={partitioned}");
+        }
+    }
+}
