@@ -96,6 +96,12 @@ fn cell_hashes(array: &dyn Array) -> Result<Vec<u128>> {
             bytes_hashes(n, |i| a.value(i))
         }
         DataType::Struct(_) => struct_hashes(array.as_struct())?,
+        // (verify decodes dictionary-encoded outputs as dictionaries: each value hashed once)
+        DataType::Dictionary(..) => {
+            let dictionary = array.as_any_dictionary();
+            let values = cell_hashes(dictionary.values().as_ref())?;
+            dictionary.normalized_keys().into_iter().map(|k| values.get(k).copied().unwrap_or(null)).collect()
+        }
         dt if dt.is_primitive() => {
             let width = dt.primitive_width().ok_or_else(|| CompactError::Internal(format!("digest: no width for {dt}")))?;
             let data = array.to_data();
@@ -187,6 +193,15 @@ mod tests {
         assert_ne!(whole, digest(&[batch(&[1, 2, 3], &[Some("x"), None, None], vec![Some(vec![Some(1)]), None, Some(vec![])])]));
         assert_ne!(whole, digest(&[a.slice(0, 2)]));
         assert_ne!(whole, digest(&[a.clone(), a.slice(0, 1)]));
+        // a dictionary-encoded column digests as its values do
+        let plain = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
+        let dict = Arc::new(Schema::new(vec![Field::new("s", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true)]));
+        let values = [Some("fat"), None, Some("fat"), Some("thin"), Some("")];
+        let as_plain = RecordBatch::try_new(plain, vec![Arc::new(arrow_array::StringArray::from(values.to_vec()))]).unwrap();
+        let as_dict: arrow_array::DictionaryArray<Int32Type> = values.iter().copied().collect();
+        let as_dict = RecordBatch::try_new(dict, vec![Arc::new(as_dict)]).unwrap();
+        assert_eq!(digest(&[as_plain.clone()]), digest(&[as_dict.clone()]));
+        assert_ne!(digest(&[as_plain.slice(0, 4)]), digest(&[as_dict.slice(1, 4)]));
         // values moving between columns of one row change it too
         assert_ne!(digest(&[batch(&[1], &[Some("1")], vec![None])]), digest(&[batch(&[1], &[None], vec![Some(vec![Some(1)])])]));
     }
