@@ -17,8 +17,9 @@ use parquet::schema::types::SchemaDescriptor;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use std::fs::File;
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 pub struct ColumnWriter {
@@ -59,8 +60,15 @@ fn perform(job: Job) -> Done {
     outcome.unwrap_or_else(|p| Done::Panicked(crate::guard::panic_message(&*p)))
 }
 
+/// The jobs of one `dispatch`, costliest first, taken by the workers and the calling thread.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
 struct Workers {
-    jobs: Option<Sender<Job>>,
+    queue: Arc<(Mutex<Queue>, Condvar)>,
     done: Receiver<Done>,
     handles: Vec<JoinHandle<()>>,
 }
@@ -70,18 +78,28 @@ impl Workers {
         if n == 0 {
             return None;
         }
-        let (jobs, job_rx) = channel::<Job>();
         let (done_tx, done) = channel::<Done>();
-        let job_rx = Arc::new(Mutex::new(job_rx));
+        let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let mut handles = Vec::with_capacity(n);
         for _ in 0..n {
-            let (rx, tx) = (job_rx.clone(), done_tx.clone());
+            let (queue, tx) = (queue.clone(), done_tx.clone());
             let spawned = std::thread::Builder::new().name("gencompact-encode".into()).spawn(move || loop {
-                let job = match rx.lock() {
-                    Ok(guard) => guard.recv(),
-                    Err(_) => return,
+                let job = {
+                    let (lock, ready) = &*queue;
+                    let Ok(mut q) = lock.lock() else { return };
+                    loop {
+                        if let Some(job) = q.jobs.pop_front() {
+                            break job;
+                        }
+                        if q.closed {
+                            return;
+                        }
+                        q = match ready.wait(q) {
+                            Ok(q) => q,
+                            Err(_) => return,
+                        };
+                    }
                 };
-                let Ok(job) = job else { return };
                 if tx.send(perform(job)).is_err() {
                     return;
                 }
@@ -94,13 +112,25 @@ impl Workers {
         if handles.is_empty() {
             return None;
         }
-        Some(Workers { jobs: Some(jobs), done, handles })
+        Some(Workers { queue, done, handles })
+    }
+
+    /// The next job not yet taken, if any.
+    fn take(&self) -> Result<Option<Job>> {
+        let (lock, _) = &*self.queue;
+        let mut q = lock.lock().map_err(|_| ParquetError::General("encoder queue poisoned".into()))?;
+        Ok(q.jobs.pop_front())
     }
 }
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        drop(self.jobs.take());
+        let (lock, ready) = &*self.queue;
+        if let Ok(mut q) = lock.lock() {
+            q.closed = true;
+            q.jobs.clear();
+        }
+        ready.notify_all();
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
@@ -122,8 +152,13 @@ impl ColumnWriter {
             return Ok(());
         }
         let mut leaves: Vec<ArrowLeafColumn> = Vec::new();
+        // Each leaf's share of its column's decoded bytes: the order in which jobs are taken.
+        let mut costs: Vec<usize> = Vec::new();
         for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            let before = leaves.len();
             leaves.extend(compute_leaves(field.as_ref(), column)?);
+            let n = (leaves.len() - before).max(1);
+            costs.extend(std::iter::repeat_n(column.get_array_memory_size() / n, leaves.len() - before));
         }
         if self.open.is_none() {
             let writers = self.factory.create_column_writers(self.file.flushed_row_groups().len())?;
@@ -136,7 +171,7 @@ impl ColumnWriter {
         let mut jobs = Vec::with_capacity(leaves.len());
         for (i, leaf) in leaves.into_iter().enumerate() {
             let w = writers[i].take().ok_or_else(|| ParquetError::General("column writer missing".into()))?;
-            jobs.push(Job::Write(i, w, leaf));
+            jobs.push((costs.get(i).copied().unwrap_or(0), Job::Write(i, w, leaf)));
         }
         for done in dispatch(self.workers.as_ref(), jobs)? {
             match done {
@@ -157,7 +192,8 @@ impl ColumnWriter {
         let Some(writers) = self.open.take() else { return Ok(()) };
         let mut jobs = Vec::with_capacity(writers.len());
         for (i, w) in writers.into_iter().enumerate() {
-            jobs.push(Job::Close(i, w.ok_or_else(|| ParquetError::General("column writer missing".into()))?));
+            let w = w.ok_or_else(|| ParquetError::General("column writer missing".into()))?;
+            jobs.push((w.get_estimated_total_bytes(), Job::Close(i, w)));
         }
         let n = jobs.len();
         let mut chunks: Vec<Option<ArrowColumnChunk>> = (0..n).map(|_| None).collect();
@@ -210,26 +246,28 @@ impl ColumnWriter {
     }
 }
 
-/// Runs `jobs` — the calling thread and the workers each taking the next one — and returns
-/// every result. The calling thread takes jobs from the end, the workers from the front, so
-/// the big first columns spread.
-fn dispatch(workers: Option<&Workers>, mut jobs: Vec<Job>) -> Result<Vec<Done>> {
+/// Runs `jobs` (each with its expected cost) and returns every result: the costliest first,
+/// each taken by whichever thread is free next — the workers and the calling thread alike —
+/// so that one fat column does not leave the other threads idle at the end. Which thread
+/// encodes a column does not change its bytes.
+fn dispatch(workers: Option<&Workers>, mut jobs: Vec<(usize, Job)>) -> Result<Vec<Done>> {
     let run = perform;
     let Some(workers) = workers.filter(|_| jobs.len() > 1) else {
-        return no_panic(jobs.into_iter().map(run).collect());
+        return no_panic(jobs.into_iter().map(|(_, j)| run(j)).collect());
     };
+    jobs.sort_by_key(|(cost, _)| std::cmp::Reverse(*cost));
     let total = jobs.len();
-    // Hand the workers the first half; do the second half here meanwhile.
-    let mine = jobs.split_off(total / 2);
-    let mut sent = 0;
-    if let Some(tx) = workers.jobs.as_ref() {
-        for job in jobs {
-            tx.send(job).map_err(|_| ParquetError::General("encoder thread gone".into()))?;
-            sent += 1;
-        }
+    {
+        let (lock, ready) = &*workers.queue;
+        let mut q = lock.lock().map_err(|_| ParquetError::General("encoder queue poisoned".into()))?;
+        q.jobs.extend(jobs.into_iter().map(|(_, job)| job));
+        ready.notify_all();
     }
-    let mut out: Vec<Done> = mine.into_iter().map(run).collect();
-    for _ in 0..sent {
+    let mut out: Vec<Done> = Vec::with_capacity(total);
+    while let Some(job) = workers.take()? {
+        out.push(run(job));
+    }
+    while out.len() < total {
         out.push(workers.done.recv().map_err(|_| ParquetError::General("encoder thread gone".into()))?);
     }
     no_panic(out)
