@@ -164,13 +164,15 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             };
             let filters = RowFilters { deletes: deletes.as_ref(), select: Some(&mut select), duplicates: duplicates.as_deref(), positions: false };
             let data_limits = if sorter.is_some() { &sort_limits } else { &half_limits };
-            let consume = |mut batch: Batch| -> Result<()> {
+            // What happens to a batch before it is ordered and written — counting, divert,
+            // dedupe, the input digest — runs beside decoding, on the read-ahead thread.
+            let prepare = |mut batch: Batch| -> Result<Prepared> {
                 crate::testhooks::pause("read");
+                let mut counted = Prepared { read: batch.batch.num_rows() as u64, deleted: 0, batch: None };
                 if count_equality_deletes {
-                    totals.rows_read += batch.deleted;
-                    totals.rows_deleted += batch.deleted;
+                    counted.read += batch.deleted;
+                    counted.deleted += batch.deleted;
                 }
-                totals.rows_read += batch.batch.num_rows() as u64;
                 if let Some(d) = diverter.as_mut() {
                     batch = d.split(batch)?;
                 }
@@ -179,7 +181,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                     batch = batch.retain(kept);
                 }
                 if batch.batch.num_rows() == 0 {
-                    return Ok(());
+                    return Ok(counted);
                 }
                 if opts.verify {
                     digest.add(&batch.batch)?;
@@ -189,18 +191,26 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                         fault = None;
                     }
                 }
-                match sorter.as_mut() {
-                    Some(s) => s.push(batch)?,
-                    None => writer.write(batch)?,
+                counted.batch = Some(batch);
+                Ok(counted)
+            };
+            let deliver = |prepared: Prepared| -> Result<()> {
+                totals.rows_read += prepared.read;
+                totals.rows_deleted += prepared.deleted;
+                if let Some(batch) = prepared.batch {
+                    match sorter.as_mut() {
+                        Some(s) => s.push(batch)?,
+                        None => writer.write(batch)?,
+                    }
                 }
                 tick(&totals, &writer);
                 Ok(())
             };
             if opts.threads > 1 {
-                read_ahead(&plan, &g.segments, data_limits, cancel, filters, consume)?;
+                read_ahead(&plan, &g.segments, data_limits, cancel, filters, prepare, deliver)?;
             } else {
-                let mut consume = consume;
-                read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, b| consume(b))?;
+                let (mut prepare, mut deliver) = (prepare, deliver);
+                read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, b| deliver(prepare(b)?))?;
             }
             if let Some(s) = sorter {
                 s.finish(|batch| {
@@ -276,15 +286,31 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
     })
 }
 
-/// Decodes on a thread of its own, one batch ahead of `consume` (which encodes and writes on
-/// the calling thread): at most two batches are alive, the one being decoded and the one being
-/// written. The first error on either side ends both.
-fn read_ahead(plan: &Plan, segments: &[Segment], limits: &ReadLimits, cancel: &AtomicBool, filters: RowFilters, mut consume: impl FnMut(Batch) -> Result<()>) -> Result<()> {
+/// A batch after divert, dedupe and digest (`None` when no row is left), with the rows it
+/// counts as read and as deleted.
+struct Prepared {
+    batch: Option<Batch>,
+    read: u64,
+    deleted: u64,
+}
+
+/// Decodes (and `prepare`s) on a thread of its own, one batch ahead of `deliver` (which
+/// orders, encodes and writes on the calling thread): at most two batches are alive, the one
+/// being decoded and the one being written. The first error on either side ends both.
+fn read_ahead(
+    plan: &Plan,
+    segments: &[Segment],
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+    filters: RowFilters,
+    mut prepare: impl FnMut(Batch) -> Result<Prepared> + Send,
+    mut deliver: impl FnMut(Prepared) -> Result<()>,
+) -> Result<()> {
     std::thread::scope(|scope| {
         // A rendezvous channel: the reader hands over a batch only when the writer takes it.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Batch>>(0);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared>>(0);
         let reader = scope.spawn(move || {
-            let result = read_segments(plan, segments, None, limits, cancel, filters, |_, b| tx.send(Ok(b)).map_err(|_| CompactError::Aborted));
+            let result = read_segments(plan, segments, None, limits, cancel, filters, |_, b| tx.send(Ok(prepare(b)?)).map_err(|_| CompactError::Aborted));
             if let Err(e) = result {
                 // (When the writer stopped first, nobody listens: its own error is reported.)
                 let _ = tx.send(Err(e));
@@ -292,7 +318,7 @@ fn read_ahead(plan: &Plan, segments: &[Segment], limits: &ReadLimits, cancel: &A
         });
         let mut outcome = Ok(());
         for item in rx.iter() {
-            if let Err(e) = item.and_then(&mut consume) {
+            if let Err(e) = item.and_then(&mut deliver) {
                 outcome = Err(e);
                 break;
             }
