@@ -27,7 +27,7 @@ use arrow_array::types::{Float32Type, Int32Type};
 use arrow_array::{make_array, new_null_array, ArrayRef, Float64Array, Int64Array};
 use arrow_schema::{DataType, SchemaRef};
 use arrow_array::{Array, RecordBatch};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
@@ -129,21 +129,111 @@ pub fn read_segments(
     roots: Option<&[usize]>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
-    mut filters: RowFilters,
+    filters: RowFilters,
     mut sink: impl FnMut(&Segment, Batch) -> Result<()>,
 ) -> Result<()> {
-    let mut open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)> = None;
-    for segment in segments {
-        check_cancel(cancel)?;
+    let mut reader = SegmentReader::new(plan, segments, roots, limits, cancel, filters);
+    while let Some((segment, batch)) = reader.next_batch()? {
+        sink(segment, batch)?;
+    }
+    Ok(())
+}
+
+/// `read_segments` as a pull: each call to `next_batch` decodes the next batch. Holds one open
+/// input and one row group reader at a time.
+pub struct SegmentReader<'a, 'f> {
+    plan: &'a Plan,
+    segments: &'a [Segment],
+    roots: Option<&'a [usize]>,
+    limits: &'a ReadLimits,
+    cancel: &'a AtomicBool,
+    filters: RowFilters<'f>,
+    /// The next segment to open.
+    next: usize,
+    open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)>,
+    current: Option<RowGroupReader<'a>>,
+}
+
+/// The row group being read.
+struct RowGroupReader<'a> {
+    segment: &'a Segment,
+    reader: ParquetRecordBatchReader,
+    skip: Skip,
+    rg_start: u64,
+    rows: usize,
+    rg_bytes: f64,
+    batch_size: usize,
+    /// Rows decoded so far (an index into the selected rows).
+    done: usize,
+}
+
+impl<'a, 'f> SegmentReader<'a, 'f> {
+    pub fn new(plan: &'a Plan, segments: &'a [Segment], roots: Option<&'a [usize]>, limits: &'a ReadLimits, cancel: &'a AtomicBool, filters: RowFilters<'f>) -> Self {
+        SegmentReader { plan, segments, roots, limits, cancel, filters, next: 0, open: None, current: None }
+    }
+
+    /// The next batch and the segment it comes from; `None` after the last segment.
+    pub fn next_batch(&mut self) -> Result<Option<(&'a Segment, Batch)>> {
+        loop {
+            check_cancel(self.cancel)?;
+            if self.current.is_none() {
+                let Some(segment) = self.segments.get(self.next) else { return Ok(None) };
+                self.next += 1;
+                self.current = self.open_segment(segment)?;
+                continue;
+            }
+            let (Some(rg), Some((_, file, meta, adapter))) = (self.current.as_mut(), self.open.as_ref()) else { continue };
+            let input = self.plan.inputs.get(rg.segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
+            let path = input.path.as_path();
+            let batch = match contain(|| rg.reader.next()) {
+                Ok(None) => {
+                    self.current = None;
+                    continue;
+                }
+                Ok(Some(Ok(b))) => b,
+                Ok(Some(Err(e))) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, e.to_string())),
+                Err(panic) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, panic)),
+            };
+            let batch = match adapter {
+                Some(map) => adapt(path, batch, map, &self.plan.arrow_schema)?,
+                None => batch,
+            };
+            let decoded_rows = batch.num_rows();
+            let positions = self.filters.positions.then(|| rg.skip.positions(rg.rg_start, rg.done, decoded_rows));
+            rg.done += decoded_rows;
+            let deleted = match self.filters.deletes {
+                Some(d) => d.equality_deleted(rg.segment.input, &batch)?,
+                None => None,
+            };
+            let selected = match (&mut self.filters.select, rg.segment.mixed) {
+                (Some(select), true) => Some(select(&batch)?),
+                _ => None,
+            };
+            let dropped = drop_rows(batch, selected.as_deref(), deleted.as_deref(), positions)?;
+            let n = dropped.batch.num_rows();
+            if n == 0 && dropped.deleted == 0 {
+                continue;
+            }
+            let decoded_bytes = decoded_size(&dropped.batch);
+            let input_bytes = rg.rg_bytes * n as f64 / rg.rows as f64;
+            let Dropped { batch, deleted, positions } = dropped;
+            return Ok(Some((rg.segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions })));
+        }
+    }
+
+    /// Opens `segment`'s row group (and its input, unless already open); `None` when none of
+    /// its rows is to be read.
+    fn open_segment(&mut self, segment: &'a Segment) -> Result<Option<RowGroupReader<'a>>> {
+        let (plan, limits, filters) = (self.plan, self.limits, &self.filters);
         let input = plan.inputs.get(segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
         let path = input.path.as_path();
-        if open.as_ref().map(|(i, ..)| *i) != Some(segment.input) {
-            drop(open.take()); // one open input at a time
+        if self.open.as_ref().map(|(i, ..)| *i) != Some(segment.input) {
+            drop(self.open.take()); // one open input at a time
             let file = open_input(path, limits.page_cap)?;
             let (meta, adapter) = reader_metadata(plan, path, &file)?;
-            open = Some((segment.input, file, meta, adapter));
+            self.open = Some((segment.input, file, meta, adapter));
         }
-        let Some((_, file, meta, adapter)) = open.as_ref() else { continue };
+        let Some((_, file, meta, adapter)) = self.open.as_ref() else { return Ok(None) };
         let descr = meta.metadata().file_metadata().schema_descr_ptr();
         let rg = meta
             .metadata()
@@ -152,7 +242,7 @@ pub fn read_segments(
             .ok_or_else(|| CompactError::corrupt(path, None, "row group missing (file changed while the call was running)"))?;
         let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
         if rows == 0 {
-            continue;
+            return Ok(None);
         }
         // Row position of the row group's first row in its file (what deletes reference).
         let rg_start: u64 = meta.metadata().row_groups()[..segment.row_group].iter().map(|r| r.num_rows().max(0) as u64).sum();
@@ -164,9 +254,9 @@ pub fn read_segments(
             filters.positions,
         );
         if skip.selection.as_ref().is_some_and(|s| !s.selects_any()) {
-            continue;
+            return Ok(None);
         }
-        let roots: Option<Vec<usize>> = roots.map(|r| {
+        let roots: Option<Vec<usize>> = self.roots.map(|r| {
             let mut r = r.to_vec();
             for name in filters.deletes.map(|d| d.key_columns(segment.input)).unwrap_or_default() {
                 if let Ok(i) = plan.arrow_schema.index_of(name) {
@@ -194,45 +284,10 @@ pub fn read_segments(
         if let Some(selection) = skip.selection.clone() {
             b = b.with_row_selection(selection);
         }
-        let mut reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
+        let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
-        // Rows decoded so far from this row group (an index into the selected rows).
-        let mut done = 0usize;
-        loop {
-            check_cancel(cancel)?;
-            let batch = match contain(|| reader.next()) {
-                Ok(None) => break,
-                Ok(Some(Ok(b))) => b,
-                Ok(Some(Err(e))) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, e.to_string())),
-                Err(panic) => return Err(diagnose(path, file, meta, segment.row_group, batch_size, panic)),
-            };
-            let batch = match adapter {
-                Some(map) => adapt(path, batch, map, &plan.arrow_schema)?,
-                None => batch,
-            };
-            let decoded_rows = batch.num_rows();
-            let positions = filters.positions.then(|| skip.positions(rg_start, done, decoded_rows));
-            done += decoded_rows;
-            let deleted = match filters.deletes {
-                Some(d) => d.equality_deleted(segment.input, &batch)?,
-                None => None,
-            };
-            let selected = match (&mut filters.select, segment.mixed) {
-                (Some(select), true) => Some(select(&batch)?),
-                _ => None,
-            };
-            let dropped = drop_rows(batch, selected.as_deref(), deleted.as_deref(), positions)?;
-            let n = dropped.batch.num_rows();
-            if n == 0 && dropped.deleted == 0 {
-                continue;
-            }
-            let decoded_bytes = decoded_size(&dropped.batch);
-            let input_bytes = rg_bytes * n as f64 / rows as f64;
-            let Dropped { batch, deleted, positions } = dropped;
-            sink(segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions })?;
-        }
+        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, done: 0 }))
     }
-    Ok(())
 }
 
 /// The rows of one row group that are never decoded: positions the table deleted (position
