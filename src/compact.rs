@@ -10,13 +10,13 @@ use crate::options::Options;
 use crate::plan::build_plan;
 use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::partition::Partitioner;
-use crate::read::{check_cancel, read_segments, Batch, ReadLimits, RowFilters, Segment};
-use crate::plan::Plan;
+use crate::read::{check_cancel, read_segments, Batch, ReadLimits, RowFilters};
 use arrow_array::RecordBatch;
 use crate::divert::Diverter;
 use crate::iceberg::deletes::{DeleteIndex, InputFile};
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, OrderCheck, Sorter};
+use crate::merge::{merge_runs, plan_merge};
 use crate::spill::SpillDir;
 use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
 use crate::digest::Digest;
@@ -140,7 +140,13 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             if let Some((tx, _)) = &verifier {
                 writer.notify_closed(tx.clone());
             }
-            let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted) {
+            // A tuple not already in order whose row groups each are is merged from the inputs
+            // (not with a call-order dedupe, which must see rows in `files` order).
+            let merge = match (&order, g.presorted, &deduper) {
+                (Some(o), false, None) => plan_merge(&plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes),
+                _ => None,
+            };
+            let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
                 Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, &mut spill, cancel)?),
                 None => None,
             };
@@ -206,11 +212,18 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
                 tick(&totals, &writer);
                 Ok(())
             };
+            let (plan, order, deletes, duplicates) = (&plan, order.as_ref(), deletes.as_ref(), duplicates.as_deref());
+            let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| -> Result<()> {
+                match (&merge, order) {
+                    (Some(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
+                    _ => read_segments(plan, &g.segments, None, data_limits, cancel, filters, |_, b| sink(b)),
+                }
+            };
             if opts.threads > 1 {
-                read_ahead(&plan, &g.segments, data_limits, cancel, filters, prepare, deliver)?;
+                read_ahead(produce, prepare, deliver)?;
             } else {
                 let (mut prepare, mut deliver) = (prepare, deliver);
-                read_segments(&plan, &g.segments, None, data_limits, cancel, filters, |_, b| deliver(prepare(b)?))?;
+                produce(&mut |b| deliver(prepare(b)?))?;
             }
             if let Some(s) = sorter {
                 s.finish(|batch| {
@@ -298,11 +311,7 @@ struct Prepared {
 /// orders, encodes and writes on the calling thread): at most two batches are alive, the one
 /// being decoded and the one being written. The first error on either side ends both.
 fn read_ahead(
-    plan: &Plan,
-    segments: &[Segment],
-    limits: &ReadLimits,
-    cancel: &AtomicBool,
-    filters: RowFilters,
+    produce: impl FnOnce(&mut dyn FnMut(Batch) -> Result<()>) -> Result<()> + Send,
     mut prepare: impl FnMut(Batch) -> Result<Prepared> + Send,
     mut deliver: impl FnMut(Prepared) -> Result<()>,
 ) -> Result<()> {
@@ -310,7 +319,7 @@ fn read_ahead(
         // A rendezvous channel: the reader hands over a batch only when the writer takes it.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared>>(0);
         let reader = scope.spawn(move || {
-            let result = read_segments(plan, segments, None, limits, cancel, filters, |_, b| tx.send(Ok(prepare(b)?)).map_err(|_| CompactError::Aborted));
+            let result = produce(&mut |b| tx.send(Ok(prepare(b)?)).map_err(|_| CompactError::Aborted));
             if let Err(e) = result {
                 // (When the writer stopped first, nobody listens: its own error is reported.)
                 let _ = tx.send(Err(e));

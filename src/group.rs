@@ -80,7 +80,7 @@ pub fn group(
             // are counted there).
             let filters = RowFilters { deletes, ..RowFilters::default() };
             let roots = order.roots().to_vec();
-            read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |_, batch| order.observe(&batch.batch, None))?;
+            read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| order.observe(&batch.batch, None, segment.input, segment.row_group))?;
             presorted = order.in_order(0);
         }
         return Ok(Groups { tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes, presorted }], equality_deleted: None });
@@ -146,7 +146,7 @@ pub fn group(
         }
         let ids = partitioner.tuple_ids(&batch.batch)?;
         if let Some(order) = order.as_deref_mut() {
-            order.observe(&batch.batch, Some(&ids))?;
+            order.observe(&batch.batch, Some(&ids), segment.input, segment.row_group)?;
         }
         let n = ids.len().max(1) as f64;
         let mut counts: Vec<(usize, usize)> = Vec::new();

@@ -16,6 +16,7 @@ pub mod gate;
 pub mod group;
 pub mod guard;
 pub mod iceberg;
+pub mod merge;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
 #[cfg_attr(test, allow(dead_code))]

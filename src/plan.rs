@@ -31,7 +31,14 @@ pub struct InputSummary {
     pub data_bytes: u64,
     pub file_bytes: u64,
     pub row_groups: usize,
+    /// Per row group: what an open reader of it holds in pages, by estimate — per column its
+    /// uncompressed chunk, up to one page of `PAGE_ESTIMATE` (page sizes are not in the footer).
+    pub reader_bytes: Vec<u64>,
 }
+
+/// The page size assumed when estimating an open reader's pages: the common writers' default
+/// (parquet-rs, Arrow C++, hyparquet-writer).
+pub const PAGE_ESTIMATE: u64 = 1 << 20;
 
 #[derive(Debug)]
 pub struct Plan {
@@ -161,6 +168,7 @@ fn summarize(
 ) -> Result<InputSummary> {
     let mut rows: u64 = 0;
     let mut data_bytes: u64 = 0;
+    let mut reader_bytes = Vec::with_capacity(pq.num_row_groups());
     let descr = pq.file_metadata().schema_descr();
     for c in descr.columns() {
         leaves.entry(c.path().string()).or_default().files += 1;
@@ -169,6 +177,7 @@ fn summarize(
         let n = u64::try_from(rg.num_rows()).map_err(|_| CompactError::corrupt(path, None, "negative row count"))?;
         rows = rows.saturating_add(n);
         data_bytes = data_bytes.saturating_add(u64::try_from(rg.compressed_size()).unwrap_or(0));
+        reader_bytes.push(rg.columns().iter().map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE)).sum());
         for col in rg.columns() {
             let bytes = u64::try_from(col.compressed_size()).unwrap_or(0);
             match codecs.iter_mut().find(|(c, _)| *c == col.compression()) {
@@ -188,6 +197,7 @@ fn summarize(
         data_bytes,
         file_bytes,
         row_groups: pq.num_row_groups(),
+        reader_bytes,
     })
 }
 

@@ -73,16 +73,31 @@ pub fn sorting_columns(plan: &Plan, keys: &[SortKey]) -> Result<Vec<SortingColum
 /// order, before any row is written. A tuple whose surviving rows are already in order (as a
 /// writer that flushes in time order leaves them when sorted by time) is streamed to the writer
 /// without buffering, spilling or merging: the stable sort of rows already in order is the
-/// identity, so the output is the same either way.
+/// identity, so the output is the same either way. Per row group it also records whether its
+/// rows are in order and its first and last key, so that row groups already sorted on their own
+/// can be merged straight from the inputs (`merge`).
 ///
-/// Memory: the key columns of one batch, and one key per tuple.
+/// Memory: the key columns of one batch; one key per tuple and two per row group and tuple.
 pub struct OrderCheck {
     names: Vec<String>,
     roots: Vec<usize>,
     converter: RowConverter,
-    /// Per tuple (one without `partitionBy`): the last key seen, and whether all were in order.
+    /// Per tuple (one without `partitionBy`): the last key seen, whether all were in order,
+    /// and its row groups' keys in read order.
     last: Vec<Option<arrow_row::OwnedRow>>,
     sorted: Vec<bool>,
+    segments: Vec<Vec<SegmentKeys>>,
+}
+
+/// The sort keys of one tuple's rows in one row group.
+#[derive(Debug, Clone)]
+pub struct SegmentKeys {
+    pub input: usize,
+    pub row_group: usize,
+    pub first: arrow_row::OwnedRow,
+    pub last: arrow_row::OwnedRow,
+    /// Its rows are in order.
+    pub sorted: bool,
 }
 
 impl OrderCheck {
@@ -96,6 +111,7 @@ impl OrderCheck {
             converter,
             last: Vec::new(),
             sorted: Vec::new(),
+            segments: Vec::new(),
         })
     }
 
@@ -104,18 +120,14 @@ impl OrderCheck {
         &self.roots
     }
 
-    /// Takes the next rows in read order; `tuples` gives each row's tuple (all 0 when `None`).
-    pub fn observe(&mut self, batch: &RecordBatch, tuples: Option<&[usize]>) -> Result<()> {
+    /// Takes the next rows in read order, all from row group `row_group` of input `input`;
+    /// `tuples` gives each row's tuple (all 0 when `None`).
+    pub fn observe(&mut self, batch: &RecordBatch, tuples: Option<&[usize]>, input: usize, row_group: usize) -> Result<()> {
         let n = batch.num_rows();
         if n == 0 {
             return Ok(());
         }
-        let columns = self
-            .names
-            .iter()
-            .map(|name| batch.column_by_name(name).cloned().ok_or_else(|| CompactError::Internal(format!("sort key column '{name}' not decoded"))))
-            .collect::<Result<Vec<_>>>()?;
-        let rows = self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("sort keys: {e}")))?;
+        let rows = self.keys(batch)?;
         // Per tuple, the previous row of this batch (compared in place; owned once per batch).
         let mut previous: Vec<Option<usize>> = Vec::new();
         for i in 0..n {
@@ -123,33 +135,58 @@ impl OrderCheck {
             if self.sorted.len() <= t {
                 self.sorted.resize(t + 1, true);
                 self.last.resize(t + 1, None);
+                self.segments.resize(t + 1, Vec::new());
             }
             if previous.len() <= t {
                 previous.resize(t + 1, None);
             }
-            if self.sorted[t] {
-                let row = rows.row(i);
-                let in_order = match previous[t] {
-                    Some(p) => rows.row(p) <= row,
-                    None => self.last[t].as_ref().is_none_or(|last| last.row() <= row),
-                };
-                if !in_order {
-                    self.sorted[t] = false;
-                }
+            let row = rows.row(i);
+            let segs = &mut self.segments[t];
+            let same_segment = segs.last().is_some_and(|s| s.input == input && s.row_group == row_group);
+            let in_order = match previous[t] {
+                Some(p) => rows.row(p) <= row,
+                None => self.last[t].as_ref().is_none_or(|last| last.row() <= row),
+            };
+            if !in_order {
+                self.sorted[t] = false;
+            }
+            match (same_segment, segs.last_mut()) {
+                // (within a row group, the previous row of the tuple is the one compared)
+                (true, Some(seg)) => seg.sorted &= in_order,
+                _ => segs.push(SegmentKeys { input, row_group, first: row.owned(), last: row.owned(), sorted: true }),
             }
             previous[t] = Some(i);
         }
         for (t, p) in previous.into_iter().enumerate() {
-            if let (Some(p), true) = (p, self.sorted.get(t).copied().unwrap_or(false)) {
-                self.last[t] = Some(rows.row(p).owned());
+            if let Some(p) = p {
+                let row = rows.row(p).owned();
+                if let Some(seg) = self.segments.get_mut(t).and_then(|s| s.last_mut()) {
+                    seg.last = row.clone();
+                }
+                self.last[t] = Some(row);
             }
         }
         Ok(())
     }
 
+    /// The sort keys of `batch`'s rows (comparable with the recorded `SegmentKeys`).
+    pub fn keys(&self, batch: &RecordBatch) -> Result<Rows> {
+        let columns = self
+            .names
+            .iter()
+            .map(|name| batch.column_by_name(name).cloned().ok_or_else(|| CompactError::Internal(format!("sort key column '{name}' not decoded"))))
+            .collect::<Result<Vec<_>>>()?;
+        self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("sort keys: {e}")))
+    }
+
     /// Whether every row of tuple `t` seen arrived in order (true for a tuple with no rows).
     pub fn in_order(&self, t: usize) -> bool {
         self.sorted.get(t).copied().unwrap_or(true)
+    }
+
+    /// Tuple `t`'s row groups with their keys, in read order (only those with rows).
+    pub fn segments(&self, t: usize) -> &[SegmentKeys] {
+        self.segments.get(t).map(Vec::as_slice).unwrap_or_default()
     }
 }
 
@@ -387,7 +424,7 @@ impl Cursor {
 }
 
 /// Restores the heap property below `i` for a min-heap ordered by `less`.
-fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
+pub(crate) fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
     loop {
         let (l, r) = (2 * i + 1, 2 * i + 2);
         let mut smallest = i;
@@ -405,6 +442,6 @@ fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bo
     }
 }
 
-fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
+pub(crate) fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
     arrow_select::interleave::interleave_record_batch(sources, indices).map_err(|e| CompactError::Internal(format!("gathering sorted rows: {e}")))
 }
