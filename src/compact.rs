@@ -7,7 +7,7 @@
 use crate::dedupe::Deduper;
 use crate::error::{CompactError, Result};
 use crate::options::Options;
-use crate::plan::build_plan;
+use crate::plan::{build_plan, Plan};
 use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::partition::Partitioner;
 use crate::read::{check_cancel, read_segments, Batch, ReadLimits, RowFilters};
@@ -59,7 +59,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         return Ok(report);
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-    let plan = build_plan(&files)?;
+    let mut plan = build_plan(&files)?;
     let mut resolved = opts.clone();
     resolved.resolve_codec(plan.dominant_codec());
     let opts = &resolved;
@@ -68,19 +68,23 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         Some(column) => Some(Deduper::new(&plan.arrow_schema, column)?),
         None => None,
     };
-    // Writer settings, built once: every data file (and the divert side file) shares them.
     let sorting = opts.sort_by.as_ref().map(|keys| sorting_columns(&plan, keys)).transpose()?;
-    let props = writer_properties(&plan, opts, sorting);
     let mut partitioner = match &opts.partition_by {
         Some(spec) => Some(Partitioner::new(&plan.arrow_schema, spec)?),
         None => None,
     };
+    let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
+    let deletes = DeleteIndex::load(&plan, &limits, cancel)?;
+    // Columns whose values repeat are decoded as dictionaries from here on — all but the keys.
+    let keep_plain = key_roots(&plan, opts, deletes.as_ref());
+    crate::dictionary::choose(&mut plan, &keep_plain, limits.page_cap)?;
+    let plan = plan;
+    // Writer settings, built once: every data file (and the divert side file) shares them.
+    let props = writer_properties(&plan, opts, sorting);
     let mut diverter = match &opts.divert {
         Some(spec) => Some(Diverter::new(&plan, opts, spec, props.clone())?),
         None => None,
     };
-    let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
-    let deletes = DeleteIndex::load(&plan, &limits, cancel)?;
     // With tuples, dedupe is settled across the call while grouping (see `group::FirstPass`).
     let mut first_pass = match (&partitioner, deduper.as_mut()) {
         (Some(_), Some(d)) => Some(FirstPass { deduper: d, diverter: diverter.as_ref(), duplicates: Vec::new() }),
@@ -338,6 +342,25 @@ fn read_ahead(
         }
         outcome
     })
+}
+
+/// The top-level columns some stage reads as keys (sort, partition, dedupe, divert, equality
+/// deletes): they are always decoded plain.
+fn key_roots(plan: &Plan, opts: &Options, deletes: Option<&DeleteIndex>) -> Vec<usize> {
+    let mut names: Vec<&str> = Vec::new();
+    names.extend(opts.sort_by.iter().flatten().map(|k| k.column.as_str()));
+    names.extend(opts.partition_by.iter().flatten().map(|p| p.column.as_str()));
+    names.extend(opts.dedupe_by.as_deref());
+    names.extend(opts.divert.as_ref().map(|d| d.column.as_str()));
+    if let Some(d) = deletes {
+        for i in 0..plan.inputs.len() {
+            names.extend(d.key_columns(i));
+        }
+    }
+    let mut roots: Vec<usize> = names.into_iter().filter_map(|n| plan.arrow_schema.index_of(n).ok()).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
 }
 
 /// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.

@@ -7,6 +7,7 @@
 
 pub mod compact;
 pub mod dedupe;
+pub mod dictionary;
 pub mod digest;
 pub mod dirs;
 pub mod divert;

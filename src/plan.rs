@@ -10,7 +10,7 @@ use crate::iceberg::deletes::{DeleteSource, InputFile};
 use parquet::basic::Compression;
 use crate::unify::unify;
 use parquet::file::reader::Length;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
@@ -53,6 +53,10 @@ pub struct Plan {
     pub dictionary_leaves: Vec<bool>,
     /// Per leaf column: may any input hold a null in it (statistics say so, or are missing)?
     pub nullable_leaves: Vec<bool>,
+    /// Per leaf column: is every data page of it in every input dictionary-encoded?
+    pub fully_dictionary_leaves: Vec<bool>,
+    /// Leaf paths decoded as Arrow dictionaries (`dictionary::choose`; empty until then).
+    pub dictionary_columns: HashSet<Vec<String>>,
     pub total_rows: u64,
     pub total_data_bytes: u64,
     pub total_file_bytes: u64,
@@ -110,6 +114,8 @@ pub fn load_metadata(path: &Path, file: &GuardedInput, hint: Option<SchemaRef>) 
 #[derive(Default)]
 struct LeafFlags {
     dictionary: bool,
+    /// Some chunk of it has a data page not dictionary-encoded (or no encoding statistics).
+    plain_pages: bool,
     nullable: bool,
     files: usize,
 }
@@ -153,10 +159,24 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let flags = |c: &parquet::schema::types::ColumnDescPtr| leaves.get(&c.path().string());
     let dictionary_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| f.dictionary)).collect();
     let nullable_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_none_or(|f| f.nullable || f.files < inputs.len())).collect();
+    let fully_dictionary_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| !f.plain_pages && f.files == inputs.len())).collect();
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
-    Ok(Plan { inputs, parquet_schema, arrow_schema, key_value, dictionary_leaves, nullable_leaves, total_rows, total_data_bytes, total_file_bytes, codec_bytes })
+    Ok(Plan {
+        inputs,
+        parquet_schema,
+        arrow_schema,
+        key_value,
+        dictionary_leaves,
+        nullable_leaves,
+        fully_dictionary_leaves,
+        dictionary_columns: HashSet::new(),
+        total_rows,
+        total_data_bytes,
+        total_file_bytes,
+        codec_bytes,
+    })
 }
 
 fn summarize(
@@ -186,6 +206,7 @@ fn summarize(
             }
             let Some(flags) = leaves.get_mut(&col.column_path().string()) else { continue };
             flags.dictionary |= col.dictionary_page_offset().is_some();
+            flags.plain_pages |= !crate::dictionary::all_dictionary_encoded(col);
             flags.nullable |= col.statistics().and_then(|s| s.null_count_opt()) != Some(0);
         }
     }

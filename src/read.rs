@@ -18,6 +18,8 @@
 use crate::error::{CompactError, Result};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::same_field;
+use crate::dictionary::schema_with_dictionaries;
+use std::collections::HashSet;
 use crate::iceberg::deletes::DeleteIndex;
 use arrow_array::BooleanArray;
 use roaring::RoaringTreemap;
@@ -269,7 +271,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         });
         let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
-        let per_row = estimate_row_bytes(file, rg, leaves.as_deref());
+        let per_row = estimate_row_bytes(file, rg, leaves.as_deref(), &plan.dictionary_columns);
         let mut batch_size = rows_per_batch(per_row, limits).min(rows);
         if skip.selection.is_some() {
             // parquet-rs applies a scattered selection by decoding whole batches and filtering
@@ -380,7 +382,9 @@ fn reader_metadata(plan: &Plan, path: &Path, file: &GuardedInput) -> Result<(Arr
         if theirs.iter().any(|t| !unified.iter().any(|u| same_field(u, t))) {
             return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
         }
-        (Arc::new(wide_offsets_schema(own.schema())), Some(map))
+        // (its columns decoded as dictionaries as in the unified schema, so that `adapt` keeps them)
+        let (hint, _) = schema_with_dictionaries(&wide_offsets_schema(own.schema()), &plan.dictionary_columns);
+        (Arc::new(hint), Some(map))
     };
     let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(hint))
         .map_err(|e| CompactError::corrupt(path, None, e))?;
@@ -452,7 +456,7 @@ pub fn decoded_size(batch: &RecordBatch) -> usize {
 /// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
 /// encoded byte arrays without size statistics, its dictionary pages).
 /// With `leaves`, only the leaf columns marked true count.
-pub fn estimate_row_bytes(file: &GuardedInput, rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> f64 {
+pub fn estimate_row_bytes(file: &GuardedInput, rg: &RowGroupMetaData, leaves: Option<&[bool]>, dictionaries: &HashSet<Vec<String>>) -> f64 {
     let rows = rg.num_rows().max(1) as f64;
     let mut total = 0.0;
     for (leaf, col) in rg.columns().iter().enumerate() {
@@ -470,6 +474,11 @@ pub fn estimate_row_bytes(file: &GuardedInput, rg: &RowGroupMetaData, leaves: Op
             PhysicalType::BYTE_ARRAY => 8.0,
         };
         let mut bytes = values * (fixed + 0.25);
+        if dictionaries.contains(col.column_path().parts()) {
+            // Decoded as a dictionary: a key per row, and the dictionary (at most the chunk).
+            total += values * 4.25 + col.uncompressed_size().max(0) as f64;
+            continue;
+        }
         if descr.physical_type() == PhysicalType::BYTE_ARRAY {
             let plain = col.uncompressed_size().max(0) as f64;
             let unencoded = col.unencoded_byte_array_data_bytes().map(|b| b.max(0) as f64);

@@ -18,9 +18,8 @@ use crate::plan::{base_reader_options, Plan};
 use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, ReadLimits};
 use crate::write::{Written, WrittenFile};
 use std::collections::{HashMap, HashSet};
-use arrow_schema::{DataType, FieldRef, Schema};
-use parquet::basic::{Encoding, PageType};
-use parquet::file::metadata::ColumnChunkMetaData;
+use arrow_schema::{FieldRef, Schema};
+use crate::dictionary::{all_dictionary_encoded, schema_with_dictionaries, without_dictionaries};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
@@ -80,53 +79,24 @@ pub fn verify_row_group(path: &Path, meta: Arc<ParquetMetaData>, plan: &Plan, li
 }
 
 /// How an output is decoded for verifying: as the plan's schema, except that a string or
-/// binary column whose every data page is dictionary-encoded is decoded as an Arrow dictionary
-/// (a fat value repeated on every row is then copied and hashed once per batch, not per row;
-/// the digest of a cell is that of its value either way). Falls back to the plain schema when
-/// parquet-rs does not take the dictionary types.
+/// binary column is decoded as an Arrow dictionary exactly when every data page of it in the
+/// output is dictionary-encoded (a fat value repeated on every row is then copied and hashed
+/// once per batch, not per row; the digest of a cell is that of its value either way). Falls
+/// back to the plain schema when parquet-rs does not take the dictionary types.
 fn reader_metadata(meta: Arc<ParquetMetaData>, plan: &Plan) -> std::result::Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
+    let plain: Vec<FieldRef> = plan.arrow_schema.fields().iter().map(without_dictionaries).collect();
+    let plain = Arc::new(Schema::new_with_metadata(plain, plan.arrow_schema.metadata().clone()));
     let dictionary_leaves: HashSet<Vec<String>> = (0..meta.file_metadata().schema_descr().num_columns())
         .filter(|&leaf| !meta.row_groups().is_empty() && meta.row_groups().iter().all(|rg| rg.columns().get(leaf).is_some_and(all_dictionary_encoded)))
         .map(|leaf| meta.file_metadata().schema_descr().column(leaf).path().parts().to_vec())
         .collect();
     if !dictionary_leaves.is_empty() {
-        let fields: Vec<FieldRef> = plan.arrow_schema.fields().iter().map(|f| with_dictionaries(f, &mut Vec::new(), &dictionary_leaves)).collect();
-        let schema = Arc::new(Schema::new_with_metadata(fields, plan.arrow_schema.metadata().clone()));
-        if let Ok(m) = ArrowReaderMetadata::try_new(meta.clone(), base_reader_options().with_schema(schema)) {
+        let (schema, _) = schema_with_dictionaries(&plain, &dictionary_leaves);
+        if let Ok(m) = ArrowReaderMetadata::try_new(meta.clone(), base_reader_options().with_schema(Arc::new(schema))) {
             return Ok(m);
         }
     }
-    ArrowReaderMetadata::try_new(meta, base_reader_options().with_schema(plan.arrow_schema.clone()))
-}
-
-fn all_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
-    let dictionary = |e: &Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
-    column.dictionary_page_offset().is_some()
-        && match (column.page_encoding_stats_mask(), column.page_encoding_stats()) {
-            (Some(mask), _) => mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY),
-            (None, Some(stats)) => stats.iter().filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)).all(|s| dictionary(&s.encoding)),
-            (None, None) => false,
-        }
-}
-
-/// `field` with its dictionary-encoded string and binary leaves (through structs) as dictionaries.
-fn with_dictionaries(field: &FieldRef, path: &mut Vec<String>, leaves: &HashSet<Vec<String>>) -> FieldRef {
-    path.push(field.name().clone());
-    let data_type = match field.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary if leaves.contains(path.as_slice()) => {
-            Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(field.data_type().clone())))
-        }
-        DataType::Struct(children) => {
-            let children: Vec<FieldRef> = children.iter().map(|c| with_dictionaries(c, path, leaves)).collect();
-            Some(DataType::Struct(children.into()))
-        }
-        _ => None,
-    };
-    path.pop();
-    match data_type {
-        Some(dt) => Arc::new(field.as_ref().clone().with_data_type(dt)),
-        None => field.clone(),
-    }
+    ArrowReaderMetadata::try_new(meta, base_reader_options().with_schema(plain))
 }
 
 /// Reads a closed output's footer: its row count must be `rows` (and its row groups
@@ -154,7 +124,7 @@ fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &
     check_cancel(cancel)?;
     let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
     let Some(rg) = meta.metadata().row_groups().get(i) else { return Err(fail(path, format!("row group {i} missing"))) };
-    let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None), limits);
+    let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None, &HashSet::new()), limits);
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
         .with_row_groups(vec![i])
         .with_batch_size(batch_size)

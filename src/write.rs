@@ -260,6 +260,8 @@ impl<'a> RollingWriter<'a> {
     /// Writes a batch, cutting it where the open file reaches its planned share.
     pub fn write(&mut self, batch: Batch) -> Result<()> {
         let Batch { batch, decoded_bytes, input_bytes, .. } = batch;
+        // Row groups are cut on the rows' size with dictionaries expanded (see `plain_size`).
+        let decoded_bytes = if self.plan.dictionary_columns.is_empty() { decoded_bytes } else { crate::dictionary::plain_size(&batch) };
         let rows = batch.num_rows();
         let (decoded_per_row, input_per_row) = (decoded_bytes as f64 / rows.max(1) as f64, input_bytes / rows.max(1) as f64);
         let mut offset = 0;
@@ -304,14 +306,22 @@ impl<'a> RollingWriter<'a> {
         if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(decoded_bytes) > batch_bytes {
             flush_row_group(cur, &mut self.calibration)?;
         }
+        let per_row = decoded_bytes as f64 / n.max(1) as f64;
         let mut offset = 0;
         while offset < n {
-            let take = (batch_rows - cur.rg_rows).min(n - offset);
+            // (a batch of dictionaries may hold more than `batchBytes` once expanded: it is
+            // split across row groups)
+            let room = if per_row > 0.0 { ((batch_bytes.saturating_sub(cur.rg_bytes)) as f64 / per_row).floor() as usize } else { n };
+            let take = (batch_rows - cur.rg_rows).min(n - offset).min(room.max(usize::from(cur.rg_rows == 0)));
+            if take == 0 {
+                flush_row_group(cur, &mut self.calibration)?;
+                continue;
+            }
             cur.writer.write(&rows.slice(offset, take)).map_err(|e| write_error(&cur.tmp_path, e))?;
             cur.rg_rows += take;
-            cur.rg_bytes += decoded_bytes.saturating_mul(take) / n.max(1);
+            cur.rg_bytes += (per_row * take as f64).round() as usize;
             offset += take;
-            if cur.rg_rows >= batch_rows {
+            if cur.rg_rows >= batch_rows || cur.rg_bytes >= batch_bytes {
                 flush_row_group(cur, &mut self.calibration)?;
             }
         }

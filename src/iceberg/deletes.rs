@@ -366,7 +366,7 @@ fn read_delete_file(
         if rows == 0 {
             continue;
         }
-        let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, Some(&leaves)), limits).min(rows);
+        let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, Some(&leaves), &Default::default()), limits).min(rows);
         let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
             .with_row_groups(vec![rg_index])

@@ -1,0 +1,176 @@
+//! Dictionary decoding: which string and binary columns are decoded as Arrow dictionaries and
+//! stay so through the pipeline, instead of being copied out value by value. A fat value
+//! repeated on many rows (the session's tool definitions on every row of a conversation) is
+//! then decoded, hashed for `verify`, gathered when sorting and spilled once per batch rather
+//! than once per row, and a batch of `batchBytes` holds as many more rows. The Parquet output
+//! is written from the same values either way.
+//!
+//! A column qualifies when every data page of it in every input is dictionary-encoded (the
+//! footers' page encoding statistics say so), it is not under a list or map, no option or
+//! equality delete uses it as a key, and its values repeat: over a sample of the inputs'
+//! dictionary pages, at least `MIN_REUSE` rows per dictionary entry.
+//!
+//! Memory: one dictionary page at a time while sampling.
+
+use crate::error::Result;
+use crate::plan::{load_metadata, open_input, Plan};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, FieldRef, Schema};
+use parquet::basic::{Encoding, PageType, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Inputs whose first row group's dictionary pages are sampled.
+const SAMPLE_INPUTS: usize = 8;
+/// Rows per dictionary entry from which a column is decoded as a dictionary.
+const MIN_REUSE: f64 = 4.0;
+
+/// Whether every data page of a column chunk is dictionary-encoded (its footer's page encoding
+/// statistics, as a mask or in full; `false` when they are missing).
+pub fn all_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
+    let dictionary = |e: &Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
+    column.dictionary_page_offset().is_some()
+        && match (column.page_encoding_stats_mask(), column.page_encoding_stats()) {
+            (Some(mask), _) => mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY),
+            (None, Some(stats)) => stats.iter().filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)).all(|s| dictionary(&s.encoding)),
+            (None, None) => false,
+        }
+}
+
+/// `field` with its string and binary leaves whose paths are in `leaves` (through structs)
+/// as dictionaries; the paths converted are added to `converted`.
+pub fn with_dictionaries(field: &FieldRef, path: &mut Vec<String>, leaves: &HashSet<Vec<String>>, converted: &mut Vec<Vec<String>>) -> FieldRef {
+    path.push(field.name().clone());
+    let data_type = match field.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary if leaves.contains(path.as_slice()) => {
+            converted.push(path.clone());
+            Some(DataType::Dictionary(Box::new(DataType::Int32), Box::new(field.data_type().clone())))
+        }
+        DataType::Struct(children) => {
+            let children: Vec<FieldRef> = children.iter().map(|c| with_dictionaries(c, path, leaves, converted)).collect();
+            Some(DataType::Struct(children.into()))
+        }
+        _ => None,
+    };
+    path.pop();
+    match data_type {
+        Some(dt) => Arc::new(field.as_ref().clone().with_data_type(dt)),
+        None => field.clone(),
+    }
+}
+
+/// `schema` with the leaves in `leaves` as dictionaries; the paths converted.
+pub fn schema_with_dictionaries(schema: &Schema, leaves: &HashSet<Vec<String>>) -> (Schema, Vec<Vec<String>>) {
+    let mut converted = Vec::new();
+    let fields: Vec<FieldRef> = schema.fields().iter().map(|f| with_dictionaries(f, &mut Vec::new(), leaves, &mut converted)).collect();
+    (Schema::new_with_metadata(fields, schema.metadata().clone()), converted)
+}
+
+/// `field` with every dictionary replaced by its value type.
+pub fn without_dictionaries(field: &FieldRef) -> FieldRef {
+    let data_type = match field.data_type() {
+        DataType::Dictionary(_, value) => Some(value.as_ref().clone()),
+        DataType::Struct(children) => Some(DataType::Struct(children.iter().map(without_dictionaries).collect())),
+        _ => None,
+    };
+    match data_type {
+        Some(dt) => Arc::new(field.as_ref().clone().with_data_type(dt)),
+        None => field.clone(),
+    }
+}
+
+/// Chooses the columns decoded as dictionaries (see the module doc) and turns them into
+/// dictionaries in `plan.arrow_schema`. `keep_plain`: top-level columns used as keys.
+pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()> {
+    let descr = plan.parquet_schema.clone();
+    let mut candidates: Vec<(usize, u64, u64)> = (0..descr.num_columns())
+        .filter(|&leaf| {
+            let c = descr.column(leaf);
+            c.physical_type() == PhysicalType::BYTE_ARRAY
+                && c.max_rep_level() == 0
+                && plan.fully_dictionary_leaves.get(leaf).copied().unwrap_or(false)
+                && !keep_plain.contains(&descr.get_column_root_idx(leaf))
+        })
+        .map(|leaf| (leaf, 0, 0))
+        .collect();
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    // Rows and dictionary entries of each candidate over the sample.
+    for input in plan.inputs.iter().take(SAMPLE_INPUTS) {
+        let file = open_input(&input.path, page_cap)?;
+        let meta = load_metadata(&input.path, &file, None)?;
+        let Some(rg) = meta.metadata().row_groups().first() else { continue };
+        let handle = Arc::new(file);
+        for (leaf, rows, entries) in candidates.iter_mut() {
+            let path = descr.column(*leaf).path().clone();
+            let Some(col) = rg.columns().iter().find(|c| *c.column_path() == path) else { continue };
+            let Ok(mut pages) = SerializedPageReader::new(handle.clone(), col, usize::try_from(rg.num_rows()).unwrap_or(0), None) else { continue };
+            if let Ok(Ok(Some(Page::DictionaryPage { num_values, .. }))) = crate::guard::contain(|| pages.get_next_page()) {
+                *rows += u64::try_from(col.num_values()).unwrap_or(0);
+                *entries += u64::from(num_values);
+            }
+        }
+    }
+    let leaves: HashSet<Vec<String>> = candidates
+        .into_iter()
+        .filter(|(_, rows, entries)| *entries > 0 && *rows as f64 >= MIN_REUSE * *entries as f64)
+        .map(|(leaf, ..)| descr.column(leaf).path().parts().to_vec())
+        .collect();
+    if leaves.is_empty() {
+        return Ok(());
+    }
+    let (schema, converted) = schema_with_dictionaries(&plan.arrow_schema, &leaves);
+    plan.arrow_schema = Arc::new(schema);
+    plan.dictionary_columns = converted.into_iter().collect();
+    Ok(())
+}
+
+/// Bytes of `batch` with its dictionaries expanded: what a reader that decodes values (not
+/// dictionaries) holds for it. Row groups are cut on this, so that decoding one of an output's
+/// row groups costs a reader what it did before dictionaries were kept.
+pub fn plain_size(batch: &RecordBatch) -> usize {
+    batch.columns().iter().map(plain_array_size).sum()
+}
+
+fn plain_array_size(array: &ArrayRef) -> usize {
+    if !has_dictionary(array.data_type()) {
+        return array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size());
+    }
+    match array.data_type() {
+        DataType::Dictionary(..) => {
+            let dictionary = array.as_any_dictionary();
+            let values = dictionary.values();
+            let length = |k: usize| -> usize {
+                match values.data_type() {
+                    DataType::Utf8 => values.as_string::<i32>().value_length(k).max(0) as usize,
+                    DataType::LargeUtf8 => values.as_string::<i64>().value_length(k).max(0) as usize,
+                    DataType::Binary => values.as_binary::<i32>().value_length(k).max(0) as usize,
+                    DataType::LargeBinary => values.as_binary::<i64>().value_length(k).max(0) as usize,
+                    _ => 0,
+                }
+            };
+            let n = values.len();
+            let keys = dictionary.normalized_keys();
+            // 8 bytes of offset per row, and the value unless the row is null
+            keys.iter().enumerate().map(|(i, &k)| 8 + if k < n && !array.is_null(i) { length(k) } else { 0 }).sum()
+        }
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            s.columns().iter().map(plain_array_size).sum::<usize>() + s.len().div_ceil(8)
+        }
+        _ => array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size()),
+    }
+}
+
+fn has_dictionary(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Dictionary(..) => true,
+        DataType::Struct(children) => children.iter().any(|c| has_dictionary(c.data_type())),
+        _ => false,
+    }
+}

@@ -1,0 +1,99 @@
+//! Columns whose values repeat are decoded as Arrow dictionaries (`dictionary::choose`): which
+//! are chosen, and that the rows written from them — sorted, spilled, partitioned — are the
+//! input rows, with row groups still cut on the values' expanded size.
+
+mod common;
+use arrow_array::cast::AsArray;
+use arrow_array::Array;
+use arrow_schema::DataType;
+use common::*;
+use gencompact::iceberg::deletes::InputFile;
+use gencompact::iceberg::partition::{PartitionField, Transform};
+use gencompact::options::SortKey;
+use gencompact::plan::build_plan;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::ParquetMetaDataReader;
+use std::fs::File;
+
+const FAT: usize = 20_000;
+
+/// (id, ts, fat, body) of every row of `path`, decoded plain by parquet-rs.
+fn rows_of(path: &str) -> Vec<(String, i64, Option<Vec<u8>>, Option<String>)> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        assert!(b.columns().iter().all(|c| !matches!(c.data_type(), DataType::Dictionary(..))));
+        let id = b.column(0).as_string::<i32>();
+        let ts = b.column(1).as_primitive::<arrow_array::types::TimestampMicrosecondType>();
+        let fat = b.column(2).as_binary::<i32>();
+        let body = b.column(3).as_string::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((id.value(i).to_string(), ts.value(i), fat.is_valid(i).then(|| fat.value(i).to_vec()), body.is_valid(i).then(|| body.value(i).to_string())));
+        }
+    }
+    out
+}
+
+#[test]
+fn repeated_values_are_chosen_and_keys_unique_values_and_numbers_are_not() {
+    let s = Scratch::new("dict-choose");
+    let files = write_inputs(s.path(), 3, 40, FAT, 100);
+    let inputs: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
+    let plan = build_plan(&inputs).unwrap();
+    let fat = plan.arrow_schema.index_of("fat").unwrap();
+    for (keep, fat_dictionary) in [(vec![], true), (vec![fat], false)] {
+        let mut plan = build_plan(&inputs).unwrap();
+        gencompact::dictionary::choose(&mut plan, &keep, u64::MAX).unwrap();
+        let types: Vec<(String, bool)> = plan.arrow_schema.fields().iter().map(|f| (f.name().clone(), matches!(f.data_type(), DataType::Dictionary(..)))).collect();
+        // fat: one value per file, on 40 rows; id and body: a value per row; ts, n: not strings
+        assert_eq!(
+            types,
+            vec![("id".into(), false), ("ts".into(), false), ("fat".into(), fat_dictionary), ("body".into(), false), ("n".into(), false)],
+            "keep plain: {keep:?}"
+        );
+        assert_eq!(plan.dictionary_columns.len(), usize::from(fat_dictionary));
+    }
+}
+
+#[test]
+fn rows_decoded_as_dictionaries_are_written_exactly_and_row_groups_are_cut_on_expanded_bytes() {
+    let s = Scratch::new("dict-e2e");
+    let files = write_inputs(s.path(), 6, 60, FAT, 200);
+    let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(f)).collect();
+    // 360 rows of ~20 KB: 7.2 MB expanded, a few KB as dictionaries
+    let batch_bytes = 64 << 10;
+    for (name, sorted, partitioned) in [("plain", false, false), ("sorted", true, false), ("partitioned-sorted", true, true)] {
+        let out = s.path().join(name);
+        let mut o = opts(&out);
+        o.batch_bytes = batch_bytes;
+        if sorted {
+            // descending ts: every file's rows reversed, so the sort buffers and spills
+            o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: true, nulls_first: false }]);
+        }
+        if partitioned {
+            o.partition_by = Some(vec![PartitionField { column: "n".into(), transform: Transform::Bucket(2), name: "n_bucket".into() }]);
+        }
+        let r = run(&files, &o).unwrap();
+        assert_eq!(r.rows_written, 360, "{name}");
+        if sorted && !partitioned {
+            assert!(r.files_spilled > 0, "{name}: the sort spilled ({} runs)", r.files_spilled);
+        }
+        let mut got = Vec::new();
+        for f in &r.files {
+            let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&f.path).unwrap()).unwrap();
+            for rg in meta.row_groups() {
+                // the fat value alone, expanded, fills a row group's batchBytes
+                assert!(rg.num_rows() as usize * FAT <= batch_bytes, "{name}: a row group of {} rows", rg.num_rows());
+            }
+            let rows = rows_of(&f.path);
+            if sorted {
+                assert!(rows.windows(2).all(|w| w[0].1 >= w[1].1), "{name}: sorted by ts descending");
+            }
+            got.extend(rows);
+        }
+        got.sort();
+        all.sort();
+        assert_eq!(got, all, "{name}: the input rows, fat values included");
+    }
+}
