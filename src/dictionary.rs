@@ -15,7 +15,7 @@
 use crate::error::Result;
 use crate::plan::{load_metadata, open_input, Plan};
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{AnyDictionaryArray, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, FieldRef, Schema};
 use parquet::basic::{Encoding, PageType, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
@@ -155,7 +155,7 @@ fn plain_array_size(array: &ArrayRef) -> usize {
                 }
             };
             let n = values.len();
-            let keys = dictionary.normalized_keys();
+            let keys = dictionary_keys(dictionary);
             // 8 bytes of offset per row, and the value unless the row is null
             keys.iter().enumerate().map(|(i, &k)| 8 + if k < n && !array.is_null(i) { length(k) } else { 0 }).sum()
         }
@@ -165,6 +165,15 @@ fn plain_array_size(array: &ArrayRef) -> usize {
         }
         _ => array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size()),
     }
+}
+
+/// Each row's index into its dictionary's values (0 for a null row). An all-null column may
+/// come with no values at all, where arrow's `normalized_keys` asserts.
+pub fn dictionary_keys(dictionary: &dyn AnyDictionaryArray) -> Vec<usize> {
+    if dictionary.values().is_empty() {
+        return vec![0; dictionary.len()];
+    }
+    dictionary.normalized_keys()
 }
 
 fn has_dictionary(data_type: &DataType) -> bool {

@@ -100,7 +100,7 @@ fn cell_hashes(array: &dyn Array) -> Result<Vec<u128>> {
         DataType::Dictionary(..) => {
             let dictionary = array.as_any_dictionary();
             let values = cell_hashes(dictionary.values().as_ref())?;
-            dictionary.normalized_keys().into_iter().map(|k| values.get(k).copied().unwrap_or(null)).collect()
+            crate::dictionary::dictionary_keys(dictionary).into_iter().map(|k| values.get(k).copied().unwrap_or(null)).collect()
         }
         dt if dt.is_primitive() => {
             let width = dt.primitive_width().ok_or_else(|| CompactError::Internal(format!("digest: no width for {dt}")))?;
@@ -202,6 +202,13 @@ mod tests {
         let as_dict = RecordBatch::try_new(dict, vec![Arc::new(as_dict)]).unwrap();
         assert_eq!(digest(&[as_plain.clone()]), digest(&[as_dict.clone()]));
         assert_ne!(digest(&[as_plain.slice(0, 4)]), digest(&[as_dict.slice(1, 4)]));
+        // an all-null dictionary column may have no values at all
+        let nulls: arrow_array::DictionaryArray<Int32Type> = [None::<&str>, None].into_iter().collect();
+        assert_eq!(nulls.values().len(), 0);
+        let as_dict = RecordBatch::try_new(as_dict.schema(), vec![Arc::new(nulls)]).unwrap();
+        let as_plain = RecordBatch::try_new(as_plain.schema(), vec![Arc::new(arrow_array::StringArray::from(vec![None::<&str>, None]))]).unwrap();
+        assert_eq!(digest(&[as_plain.clone()]), digest(&[as_dict.clone()]));
+        assert_eq!(crate::dictionary::plain_size(&as_dict), 16);
         // values moving between columns of one row change it too
         assert_ne!(digest(&[batch(&[1], &[Some("1")], vec![None])]), digest(&[batch(&[1], &[None], vec![Some(vec![Some(1)])])]));
     }
