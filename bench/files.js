@@ -159,11 +159,13 @@ function fileSha(file) {
  * writer's pages, dictionaries and codecs on the seed's row shape. Cached beside the source as
  * bench/data/<source>-mixed-codec/ and rewritten when the source or the script changes.
  */
-async function ensureMixedCodec(input, duck) {
+async function ensureMixedCodec(input, duck, shape = 'mixed-codec') {
   const srcDir = path.dirname(input.manifestPath)
-  const dir = `${srcDir}-mixed-codec`
+  const dir = `${srcDir}-${shape}`
   const manifestPath = path.join(dir, 'manifest.json')
-  const source = { manifest: fileSha(input.manifestPath), script: fileSha(MIXED_CODEC), codecs: MIXED_CODECS }
+  // 'evolved': the newest 10 % of the files gain a column (two schemas to unify)
+  const addColumnNewest = shape === 'evolved' ? 0.1 : 0
+  const source = { manifest: fileSha(input.manifestPath), script: fileSha(MIXED_CODEC), codecs: MIXED_CODECS, addColumnNewest }
   if (fs.existsSync(manifestPath)) {
     const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'))
     if (JSON.stringify(m.source) === JSON.stringify(source) && m.files.every(f => fs.existsSync(f))) {
@@ -179,12 +181,12 @@ async function ensureMixedCodec(input, duck) {
   console.error(`writing the mixed-codec shape (pyarrow; ${MIXED_CODECS.join(', ')}) in ${path.relative(ROOT, dir)} ...`)
   const t0 = Date.now()
   const specFile = path.join(dir, '.spec.json')
-  fs.writeFileSync(specFile, JSON.stringify({ out: dir, files: input.files, codecs: MIXED_CODECS }))
+  fs.writeFileSync(specFile, JSON.stringify({ out: dir, files: input.files, codecs: MIXED_CODECS, addColumnNewest }))
   const r = spawnSync('python3', [MIXED_CODEC, specFile], { encoding: 'utf8', maxBuffer: 64 * MiB })
   if (r.status !== 0) throw new Error(`bench/mixed-codec.py failed (exit ${r.status}): ${r.stderr}`)
   const res = JSON.parse(r.stdout.trim().split('\n').pop())
   const m = {
-    params: { ...input.params, dir: path.relative(ROOT, dir), writer: `pyarrow ${res.pyarrow}`, codecs: res.codecs, variantKept: res.variantKept, from: path.relative(ROOT, srcDir) },
+    params: { ...input.params, dir: path.relative(ROOT, dir), writer: `pyarrow ${res.pyarrow}`, codecs: res.codecs, variantKept: res.variantKept, evolvedFiles: res.evolvedFiles, from: path.relative(ROOT, srcDir) },
     files: res.files,
     rows: res.rows,
     bytes: res.bytes,

@@ -19,7 +19,8 @@
 //     --no-verify            gencompact verify: false (the Done-when figures keep verify on)
 //     --shape S              seed (default: fixtures/gen-partition.js, hyparquet-writer, SNAPPY) or
 //                            mixed-codec (the same rows re-written by pyarrow, bench/mixed-codec.py,
-//                            files round robin over SNAPPY, ZSTD, GZIP; cached under bench/data/)
+//                            files round robin over SNAPPY, ZSTD, GZIP; cached under bench/data/) or
+//                            evolved (mixed-codec, and the newest 10 % of the files gain a column)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
 //     --row-group-size N --dup-rate X      generator options (default: the seed shape)
 //     --shuffle              rows in random ts order within each row group (unsorted runs)
@@ -79,7 +80,7 @@ const SORT_COLUMN = 'ts'
 // -sorted adds ORDER BY ts.
 const ALL_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop', 'duckdb-sorted', 'duckdb-noshred-sorted']
 const DEFAULT_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop']
-const SHAPES = ['seed', 'mixed-codec']
+const SHAPES = ['seed', 'mixed-codec', 'evolved']
 const BARE = path.join(ROOT, 'target', 'release', 'examples', process.platform === 'win32' ? 'bare.exe' : 'bare')
 // gencompact with a `threads` value (gencompact-t2) or N concurrent calls in one process (gencompact-x4)
 const THREADS_TOOL = /^gencompact-t(\d+)$/
@@ -267,7 +268,7 @@ function rssBound(tool, args) {
   return { batchBytes, calls: callsOf(tool), bound: callsOf(tool) * 3 * batchBytes + 64 * MiB }
 }
 
-const MIXED_KEYS = ['dir', 'writer', 'codecs', 'variantKept', 'from']
+const MIXED_KEYS = ['dir', 'writer', 'codecs', 'variantKept', 'evolvedFiles', 'from']
 
 function buildReport({ args, input, results, verify, machine, duckdbVersion, command, started, idle }) {
   const tools = args.only
@@ -343,8 +344,9 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
   const genDesc = args.input
     ? `file list ${args.input.startsWith(ROOT) ? path.relative(ROOT, args.input) : args.input}`
     : `fixtures/gen-partition.js ${JSON.stringify(Object.fromEntries(Object.entries(g).filter(([k]) => !MIXED_KEYS.includes(k))))}` +
-      (args.shape === 'mixed-codec' ? `, re-written by bench/mixed-codec.py (${g.writer}; files per codec ${JSON.stringify(g.codecs)}, ` +
-        `${g.variantKept ? 'VARIANT annotation kept' : 'VARIANT columns written as plain groups of two binaries: pyarrow drops the annotation'})` : '')
+      (args.shape !== 'seed' ? `, re-written by bench/mixed-codec.py (${g.writer}; files per codec ${JSON.stringify(g.codecs)}, ` +
+        `${g.variantKept ? 'VARIANT annotation kept' : 'VARIANT columns written as plain groups of two binaries: pyarrow drops the annotation'}` +
+        `${g.evolvedFiles ? `; the newest ${g.evolvedFiles} files add a nullable string column \`region\`` : ''})` : '')
   const notes = []
   if (tools.some(t => t.startsWith('duckdb'))) {
     notes.push('- DuckDB (v1.5.x) auto-shreds VARIANT columns when it writes Parquet. On these key-rich JSON values ' +
@@ -428,7 +430,7 @@ async function main() {
   const duckdbVersion = (await duck.runAndReadAll('SELECT version() AS v')).getRowObjectsJS()[0].v
 
   const seedInput = await ensureInput(args, duck)
-  const input = args.shape === 'mixed-codec' ? await ensureMixedCodec(seedInput, duck) : seedInput
+  const input = args.shape !== 'seed' ? await ensureMixedCodec(seedInput, duck, args.shape) : seedInput
   if (args.only.includes('bare') && !fs.existsSync(BARE)) {
     throw new Error(`${path.relative(ROOT, BARE)} not found: cargo build --release --example bare (npm run bench builds it)`)
   }
