@@ -31,14 +31,28 @@ pub struct InputSummary {
     pub data_bytes: u64,
     pub file_bytes: u64,
     pub row_groups: usize,
-    /// Per row group: what an open reader of it holds in pages, by estimate — per column its
-    /// uncompressed chunk, up to one page of `PAGE_ESTIMATE` (page sizes are not in the footer).
+    /// Per row group: what an open reader of it holds, by estimate — per column its uncompressed
+    /// chunk, up to one page of `PAGE_ESTIMATE` (page sizes are not in the footer), and its
+    /// codec's state (`codec_state`).
     pub reader_bytes: Vec<u64>,
 }
 
 /// The page size assumed when estimating an open reader's pages: the common writers' default
 /// (parquet-rs, Arrow C++, hyparquet-writer).
 pub const PAGE_ESTIMATE: u64 = 1 << 20;
+
+/// What an open column chunk reader holds for its codec besides the page: parquet-rs creates a
+/// codec per column chunk, and a zstd one holds a decompression context (and an idle compression
+/// context) with its buffers; inflate keeps a 32 KiB window. (Measured: 30 readers of 56 columns
+/// on a third zstd, a third gzip inputs held ~150 MB more than their pages.)
+fn codec_state(codec: Compression) -> u64 {
+    match codec {
+        Compression::ZSTD(_) => 256 << 10,
+        Compression::GZIP(_) | Compression::BROTLI(_) => 64 << 10,
+        Compression::LZ4 | Compression::LZ4_RAW | Compression::LZO => 16 << 10,
+        Compression::SNAPPY | Compression::UNCOMPRESSED => 0,
+    }
+}
 
 #[derive(Debug)]
 pub struct Plan {
@@ -197,7 +211,7 @@ fn summarize(
         let n = u64::try_from(rg.num_rows()).map_err(|_| CompactError::corrupt(path, None, "negative row count"))?;
         rows = rows.saturating_add(n);
         data_bytes = data_bytes.saturating_add(u64::try_from(rg.compressed_size()).unwrap_or(0));
-        reader_bytes.push(rg.columns().iter().map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE)).sum());
+        reader_bytes.push(rg.columns().iter().map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE) + codec_state(c.compression())).sum());
         for col in rg.columns() {
             let bytes = u64::try_from(col.compressed_size()).unwrap_or(0);
             match codecs.iter_mut().find(|(c, _)| *c == col.compression()) {
