@@ -370,11 +370,23 @@ impl<'a, 'p> Writing<'a, 'p> {
             produce(&mut |b| deliver(prepare(b)?))?;
         }
         if let Some(s) = sorter {
-            s.finish(|batch| {
-                writer.write(batch)?;
-                tick(&mut self.last_progress, progress, &self.totals, &writer);
+            // The merge of the sorted runs runs beside encoding too, one batch ahead.
+            let (last, totals) = (&mut self.last_progress, &self.totals);
+            let deliver = |prepared: Prepared| -> Result<()> {
+                if let Some(batch) = prepared.batch {
+                    writer.write(batch)?;
+                }
+                tick(last, progress, totals, &writer);
                 Ok(())
-            })?;
+            };
+            let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| s.finish(sink);
+            let pass = |batch: Batch| Ok(Prepared { batch: Some(batch), read: 0, deleted: 0 });
+            if opts.threads > 1 {
+                read_ahead(produce, pass, deliver)?;
+            } else {
+                let mut deliver = deliver;
+                produce(&mut |b| deliver(pass(b)?))?;
+            }
         }
         self.totals.rows_written += writer.rows_written;
         let (files, measured) = writer.finish()?;
