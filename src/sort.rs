@@ -51,6 +51,14 @@ pub fn key_columns(schema: &SchemaRef, keys: &[SortKey]) -> Result<Vec<(usize, S
         .collect()
 }
 
+/// The sort keys' columns and the `arrow-row` converter that orders rows by them.
+fn key_converter(schema: &SchemaRef, keys: &[SortKey]) -> Result<(Vec<(usize, SortOptions)>, RowConverter)> {
+    let columns = key_columns(schema, keys)?;
+    let fields = columns.iter().map(|(i, o)| SortField::new_with_options(schema.field(*i).data_type().clone(), *o)).collect();
+    let converter = RowConverter::new(fields).map_err(|e| CompactError::InvalidOptions(format!("'sortBy': {e}")))?;
+    Ok((columns, converter))
+}
+
 /// The `sorting_columns` every row group of a sorted output declares: the leaf index of each
 /// sort key (each a top-level primitive column, see `key_columns`).
 pub fn sorting_columns(plan: &Plan, keys: &[SortKey]) -> Result<Vec<SortingColumn>> {
@@ -102,9 +110,7 @@ pub struct SegmentKeys {
 
 impl OrderCheck {
     pub fn new(schema: &SchemaRef, keys: &[SortKey]) -> Result<Self> {
-        let columns = key_columns(schema, keys)?;
-        let fields = columns.iter().map(|(i, o)| SortField::new_with_options(schema.field(*i).data_type().clone(), *o)).collect();
-        let converter = RowConverter::new(fields).map_err(|e| CompactError::InvalidOptions(format!("'sortBy': {e}")))?;
+        let (columns, converter) = key_converter(schema, keys)?;
         Ok(OrderCheck {
             names: columns.iter().map(|(i, _)| schema.field(*i).name().clone()).collect(),
             roots: columns.iter().map(|(i, _)| *i).collect(),
@@ -208,9 +214,7 @@ pub struct Sorter<'a> {
 
 impl<'a> Sorter<'a> {
     pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, spill: &'a mut SpillDir, cancel: &'a AtomicBool) -> Result<Self> {
-        let columns = key_columns(schema, keys)?;
-        let fields = columns.iter().map(|(i, o)| SortField::new_with_options(schema.field(*i).data_type().clone(), *o)).collect();
-        let converter = RowConverter::new(fields).map_err(|e| CompactError::InvalidOptions(format!("'sortBy': {e}")))?;
+        let (columns, converter) = key_converter(schema, keys)?;
         Ok(Sorter {
             schema: schema.clone(),
             keys: columns.into_iter().map(|(i, _)| i).collect(),

@@ -201,8 +201,8 @@ fn abort_while_spilling_and_bad_keys_leave_nothing() {
     }
 }
 
-/// Writes `rows` (seq, ts, n, tenant) as one input file.
-fn write_rows(path: &Path, rows: &[Row]) -> String {
+/// Writes `rows` (seq, ts, n, tenant) as one input file (`props`: the writer's, e.g. row group size).
+fn write_rows(path: &Path, rows: &[Row], props: Option<parquet::file::properties::WriterProperties>) -> String {
     let cols: Vec<ArrayRef> = vec![
         Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.0))),
         Arc::new(TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.1)).with_timezone("+00:00")),
@@ -210,10 +210,34 @@ fn write_rows(path: &Path, rows: &[Row]) -> String {
         Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3.clone()))),
         Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(noise(r.0 as u64, 300))))),
     ];
-    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), sort_schema(), None).unwrap();
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), sort_schema(), props).unwrap();
     w.write(&RecordBatch::try_new(sort_schema(), cols).unwrap()).unwrap();
     w.close().unwrap();
     path.display().to_string()
+}
+
+/// Options sorting by ts (partitioned by tenant when asked), with `batch_bytes`.
+fn ts_sort_opts(out: &Path, batch_bytes: usize, partitioned: bool) -> gencompact::Options {
+    let mut o = opts(out);
+    o.batch_bytes = batch_bytes;
+    o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+    if partitioned {
+        o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
+    }
+    o
+}
+
+/// Asserts that the call's files hold `expected` (already in order): in one file, or one file
+/// per tenant t0..t2 when partitioned.
+fn assert_files_hold(r: &gencompact::CompactReport, expected: &[Row], partitioned: bool, case: &str) {
+    let mut got: Vec<Vec<Row>> = r.files.iter().map(|f| rows_of(Path::new(&f.path))).collect();
+    got.sort_by_key(|rows| rows.first().map(|r| r.3.clone()));
+    let want: Vec<Vec<Row>> = if partitioned {
+        (0..3).map(|t| expected.iter().filter(|r| r.3 == format!("t{t}")).cloned().collect()).collect()
+    } else {
+        vec![expected.to_vec()]
+    };
+    assert_eq!(got, want, "{case} partitioned={partitioned}");
 }
 
 #[test]
@@ -230,29 +254,15 @@ fn rows_already_in_order_stream_without_spilling_and_a_single_row_out_of_order_s
             // the last row of the last file is earlier than everything but the first rows
             rows[1199].1 = 1_700_000_000_000_001;
         }
-        let files: Vec<String> = rows.chunks(150).enumerate().map(|(f, c)| write_rows(&dir.join(format!("p-{f}.parquet")), c)).collect();
+        let files: Vec<String> = rows.chunks(150).enumerate().map(|(f, c)| write_rows(&dir.join(format!("p-{f}.parquet")), c, None)).collect();
         let mut expected = rows.clone();
         expected.sort_by_key(|r| r.1); // stable: ties keep arrival order
         for partitioned in [false, true] {
-            let out = dir.join(format!("out-{partitioned}"));
-            let mut o = opts(&out);
-            o.batch_bytes = 16 << 10;
-            o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
-            if partitioned {
-                o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
-            }
-            let r = run(&files, &o).unwrap();
+            let r = run(&files, &ts_sort_opts(&dir.join(format!("out-{partitioned}")), 16 << 10, partitioned)).unwrap();
             assert_eq!(r.rows_written, 1200);
             // Partitioned, only the late row's tenant is out of order and spills.
             assert_eq!(r.files_spilled > 0, out_of_order, "{case} partitioned={partitioned}: {} runs spilled", r.files_spilled);
-            let mut got: Vec<Vec<Row>> = r.files.iter().map(|f| rows_of(Path::new(&f.path))).collect();
-            got.sort_by_key(|rows| rows.first().map(|r| r.3.clone()));
-            let want: Vec<Vec<Row>> = if partitioned {
-                (0..3).map(|t| expected.iter().filter(|r| r.3 == format!("t{t}")).cloned().collect()).collect()
-            } else {
-                vec![expected.clone()]
-            };
-            assert_eq!(got, want, "{case} partitioned={partitioned}");
+            assert_files_hold(&r, &expected, partitioned, case);
         }
     }
 }
@@ -266,19 +276,8 @@ fn files_each_in_order_are_merged_from_the_inputs_and_agree_with_the_spilling_so
     let files: Vec<String> = (0..8)
         .map(|f| {
             let rows: Vec<Row> = (0..150).map(|r| (f * 150 + r, 1_700_000_000_000_000 + ((r * 8 + f) / 5) as i64, None, format!("t{}", (r + f) % 3))).collect();
-            let path = s.path().join(format!("m-{f}.parquet"));
             let props = parquet::file::properties::WriterProperties::builder().set_max_row_group_row_count(Some(50)).build();
-            let cols: Vec<ArrayRef> = vec![
-                Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.0))),
-                Arc::new(TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.1)).with_timezone("+00:00")),
-                Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.2))),
-                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3.clone()))),
-                Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(noise(r.0 as u64, 300))))),
-            ];
-            let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), sort_schema(), Some(props)).unwrap();
-            w.write(&RecordBatch::try_new(sort_schema(), cols).unwrap()).unwrap();
-            w.close().unwrap();
-            path.display().to_string()
+            write_rows(&s.path().join(format!("m-{f}.parquet")), &rows, Some(props))
         })
         .collect();
     let mut expected: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
@@ -287,24 +286,10 @@ fn files_each_in_order_are_merged_from_the_inputs_and_agree_with_the_spilling_so
     // merge (~45 KB of pages each); 16 KiB holds neither, so the tuple spills.
     for (name, batch_bytes, merged) in [("merge", 256 << 10, true), ("spill", 16 << 10, false)] {
         for partitioned in [false, true] {
-            let out = s.path().join(format!("{name}-{partitioned}"));
-            let mut o = opts(&out);
-            o.batch_bytes = batch_bytes;
-            o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
-            if partitioned {
-                o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
-            }
-            let r = run(&files, &o).unwrap();
+            let r = run(&files, &ts_sort_opts(&s.path().join(format!("{name}-{partitioned}")), batch_bytes, partitioned)).unwrap();
             assert_eq!(r.rows_written, 1200);
             assert_eq!(r.files_spilled == 0, merged, "{name} partitioned={partitioned}: {} runs spilled", r.files_spilled);
-            let mut got: Vec<Vec<Row>> = r.files.iter().map(|f| rows_of(Path::new(&f.path))).collect();
-            got.sort_by_key(|rows| rows.first().map(|r| r.3.clone()));
-            let want: Vec<Vec<Row>> = if partitioned {
-                (0..3).map(|t| expected.iter().filter(|r| r.3 == format!("t{t}")).cloned().collect()).collect()
-            } else {
-                vec![expected.clone()]
-            };
-            assert_eq!(got, want, "{name} partitioned={partitioned}");
+            assert_files_hold(&r, &expected, partitioned, name);
         }
     }
 }
