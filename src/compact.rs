@@ -294,13 +294,13 @@ impl<'a, 'p> Writing<'a, 'p> {
             _ => None,
         };
         let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
-            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, self.spill, cancel)?),
+            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, opts.threads > 1, self.spill, cancel)?),
             None => None,
         };
-        // Batches joining a sort buffer of up to `batchBytes` are a quarter of it, so buffer and
-        // incoming batch stay within 1.25 × batchBytes; otherwise halves: one batch is decoded
-        // while the one before is written (`read_ahead`). (Batch boundaries do not depend on
-        // `threads`, so neither do the output bytes.)
+        // Batches joining a sort buffer (¾ batchBytes, one more being spilled beside it) are a
+        // quarter of batchBytes; otherwise halves: one batch is decoded while the one before is
+        // written (`read_ahead`). (Batch boundaries do not depend on `threads`, so neither do
+        // the output bytes.)
         let share = if sorter.is_some() { 4 } else { 2 };
         let data_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / share).max(1), opts.batch_bytes);
         let partitioner = &mut self.stages.partitioner;

@@ -167,6 +167,22 @@ fn plain_array_size(array: &ArrayRef) -> usize {
     }
 }
 
+/// Decoded bytes of `batch` without its dictionaries' values: its keys and other columns.
+pub fn size_without_dictionary_values(batch: &RecordBatch) -> usize {
+    batch.columns().iter().map(|c| without_values(c.as_ref())).sum()
+}
+
+fn without_values(array: &dyn Array) -> usize {
+    match array.data_type() {
+        DataType::Dictionary(..) => array.as_any_dictionary_opt().map(|d| without_values(d.keys())).unwrap_or(0),
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            s.columns().iter().map(|c| without_values(c.as_ref())).sum::<usize>() + s.nulls().map(|n| n.buffer().len()).unwrap_or(0)
+        }
+        _ => array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size()),
+    }
+}
+
 /// Each row's index into its dictionary's values (0 for a null row). An all-null column may
 /// come with no values at all, where arrow's `normalized_keys` asserts.
 pub fn dictionary_keys(dictionary: &dyn AnyDictionaryArray) -> Vec<usize> {
@@ -176,7 +192,7 @@ pub fn dictionary_keys(dictionary: &dyn AnyDictionaryArray) -> Vec<usize> {
     dictionary.normalized_keys()
 }
 
-fn has_dictionary(data_type: &DataType) -> bool {
+pub(crate) fn has_dictionary(data_type: &DataType) -> bool {
     match data_type {
         DataType::Dictionary(..) => true,
         DataType::Struct(children) => children.iter().any(|c| has_dictionary(c.data_type())),

@@ -14,6 +14,7 @@ pub mod divert;
 pub mod encode;
 pub mod error;
 pub mod gate;
+pub mod gather;
 pub mod group;
 pub mod guard;
 pub mod iceberg;

@@ -1,24 +1,30 @@
 //! Order: sort one partition tuple's rows end to end by `sortBy`, within the heap bound.
 //!
 //! Rows arrive (already deduplicated, in `files` order) in batches. They are buffered up to
-//! `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
+//! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
-//! (`spill`), and the runs are merged with a k-way merge on `arrow-row` keys — in as many
-//! passes as needed so that the chunks held by one merge (one per run) stay within
-//! `batchBytes`. Ties keep arrival order (the sort is stable and the merge prefers the
-//! earlier run), so the output is deterministic.
+//! (`spill`) — with more than one thread, on a spill thread while the next buffer fills —
+//! and the runs are merged with a k-way merge on `arrow-row` keys, in as many passes as
+//! needed so that what one merge holds per run (a chunk, and the dictionaries the run's
+//! chunks share, see `gather`) stays within `batchBytes`. Ties keep arrival order (the sort
+//! is stable and the merge prefers the earlier run), so the output is deterministic, and the
+//! same for any `threads`: buffer and chunk sizes do not depend on it.
 //!
-//! Memory bound: while buffering, `batchBytes` of rows plus one chunk and the batch being read
-//! (`compact` reads quarter-size batches while sorting); while merging, one
-//! chunk per merged run (at most `batchBytes` together), the rows picked for the next output
-//! batch (at most `batchBytes / 8`, plus chunks already consumed but still referenced), and
-//! the keys of the chunks held. The writer's open row group comes on top (see `write`).
+//! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
+//! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
+//! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
+//! while merging, one chunk and the shared dictionaries per merged run (at most `batchBytes`
+//! together), the rows picked for the next output batch (at most `batchBytes / 8`, plus
+//! chunks already consumed but still referenced), and the keys of the chunks held. The
+//! writer's open row group comes on top (see `write`).
 
+use crate::dictionary::{plain_size, size_without_dictionary_values};
 use crate::error::{CompactError, Result};
+use crate::gather::{interleave, share};
 use crate::options::SortKey;
 use crate::plan::Plan;
 use crate::read::{check_cancel, decoded_size, Batch};
-use crate::spill::{Run, RunReader, SpillDir};
+use crate::spill::{Run, RunReader, RunWriter, SpillDir};
 use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType, SchemaRef, SortOptions};
@@ -31,6 +37,9 @@ use std::sync::atomic::AtomicBool;
 const MAX_FAN_IN: usize = 128;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
 const OUTPUT_SHARE: usize = 8;
+/// The dictionaries one sort buffer's batches share (`gather::share`) hold at most this
+/// fraction of `batchBytes`: a spilled run's reader holds them beside its chunk.
+const SHARED_DICTIONARY_SHARE: usize = 16;
 
 /// The sort keys' columns: top-level, non-nested columns of the unified schema.
 pub fn key_columns(schema: &SchemaRef, keys: &[SortKey]) -> Result<Vec<(usize, SortOptions)>> {
@@ -198,6 +207,7 @@ impl OrderCheck {
 
 pub struct Sorter<'a> {
     schema: SchemaRef,
+    sort_keys: Vec<SortKey>,
     keys: Vec<usize>,
     converter: RowConverter,
     budget: usize,
@@ -207,16 +217,21 @@ pub struct Sorter<'a> {
     runs: Vec<Run>,
     spill: &'a mut SpillDir,
     cancel: &'a AtomicBool,
+    /// Spill full buffers on a thread of their own (`threads` > 1), one at a time, while the
+    /// next buffer fills.
+    background: bool,
+    pending: Option<std::thread::JoinHandle<Result<Run>>>,
     /// Rows and input bytes received, to attribute input bytes to output batches.
     rows: u64,
     input_bytes: f64,
 }
 
 impl<'a> Sorter<'a> {
-    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, spill: &'a mut SpillDir, cancel: &'a AtomicBool) -> Result<Self> {
+    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, background: bool, spill: &'a mut SpillDir, cancel: &'a AtomicBool) -> Result<Self> {
         let (columns, converter) = key_converter(schema, keys)?;
         Ok(Sorter {
             schema: schema.clone(),
+            sort_keys: keys.to_vec(),
             keys: columns.into_iter().map(|(i, _)| i).collect(),
             converter,
             budget: budget.max(1),
@@ -226,6 +241,8 @@ impl<'a> Sorter<'a> {
             runs: Vec::new(),
             spill,
             cancel,
+            background,
+            pending: None,
             rows: 0,
             input_bytes: 0.0,
         })
@@ -236,7 +253,7 @@ impl<'a> Sorter<'a> {
         if n == 0 {
             return Ok(());
         }
-        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(batch.decoded_bytes) > self.budget {
+        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(batch.decoded_bytes) > self.buffer_bytes() {
             self.spill_buffer()?;
         }
         self.rows += n as u64;
@@ -254,15 +271,18 @@ impl<'a> Sorter<'a> {
             sink(Batch { decoded_bytes: decoded_size(&b), input_bytes: input_bytes * share, batch: b, deleted: 0, positions: Vec::new() })
         };
         let out_bytes = self.budget / OUTPUT_SHARE;
-        if self.runs.is_empty() {
+        if self.runs.is_empty() && self.pending.is_none() {
             let buffer = std::mem::take(&mut self.buffer);
-            return self.emit_sorted(&buffer, out_bytes, self.batch_rows, |b, _| emit(b));
+            let job = self.job(buffer, None);
+            return job.emit_sorted(out_bytes, self.batch_rows, Some(self.cancel), |b, _| emit(b)).map(|_| ());
         }
+        self.background = false;
         self.spill_buffer()?;
+        self.wait_pending()?;
         let mut runs = std::mem::take(&mut self.runs);
         loop {
             check_cancel(self.cancel)?;
-            let widest = runs.iter().map(|r| r.max_chunk_bytes).max().unwrap_or(1).max(1);
+            let widest = runs.iter().map(|r| r.max_chunk_bytes + r.dictionary_bytes).max().unwrap_or(1).max(1);
             let fan_in = (self.budget / widest).clamp(2, MAX_FAN_IN);
             if runs.len() <= fan_in {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
@@ -271,13 +291,27 @@ impl<'a> Sorter<'a> {
             let rest = runs.split_off(fan_in);
             let mut writer = self.spill.create(&self.schema)?;
             self.merge(&runs, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
-            let merged = writer.finish(self.spill)?;
+            let merged = writer.finish()?;
+            self.spill.bytes_spilled += merged.bytes;
             self.spill.intermediate_merges += 1;
             runs = std::iter::once(merged).chain(rest).collect();
         }
     }
 
-    /// Sorts the buffer and writes it out as a new run.
+    /// How much one sort buffer holds: ¾ of `batchBytes`, so that one buffer can fill while
+    /// the one before is spilled (with one thread too: the runs, and so the output bytes, do
+    /// not depend on `threads`).
+    fn buffer_bytes(&self) -> usize {
+        (self.budget / 4 * 3).max(1)
+    }
+
+    /// What sorting `buffer` takes, owned, so that it can run on a thread of its own.
+    fn job(&self, buffer: Vec<RecordBatch>, writer: Option<RunWriter>) -> SortJob {
+        SortJob { buffer, writer, keys: self.keys.clone(), converter: None, schema: self.schema.clone(), sort_keys: self.sort_keys.clone(), budget: self.budget }
+    }
+
+    /// Sorts the buffer and writes it out as a new run — on the spill thread when there is
+    /// one, after the run before it is done.
     fn spill_buffer(&mut self) -> Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
@@ -285,13 +319,34 @@ impl<'a> Sorter<'a> {
         check_cancel(self.cancel)?;
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
-        let mut writer = self.spill.create(&self.schema)?;
-        let chunk_bytes = self.budget / MAX_FAN_IN;
-        self.emit_sorted(&buffer, chunk_bytes, usize::MAX, |b, bytes| writer.write(&b, bytes))?;
-        drop(buffer);
-        let run = writer.finish(self.spill)?;
-        self.runs.push(run);
+        let writer = self.spill.create(&self.schema)?;
+        let job = self.job(buffer, Some(writer));
+        self.wait_pending()?;
+        if self.background {
+            let handle = std::thread::Builder::new()
+                .name("gencompact-spill".into())
+                .spawn(move || job.spill())
+                .map_err(|e| CompactError::Internal(format!("starting the spill thread: {e}")))?;
+            self.pending = Some(handle);
+        } else {
+            let run = job.spill()?;
+            self.add_run(run);
+        }
         Ok(())
+    }
+
+    /// Waits for the run being spilled on the spill thread, if any.
+    fn wait_pending(&mut self) -> Result<()> {
+        if let Some(handle) = self.pending.take() {
+            let run = handle.join().map_err(|_| CompactError::Internal("the spill thread panicked".into()))??;
+            self.add_run(run);
+        }
+        Ok(())
+    }
+
+    fn add_run(&mut self, run: Run) {
+        self.spill.bytes_spilled += run.bytes;
+        self.runs.push(run);
     }
 
     fn convert(&self, batch: &RecordBatch) -> Result<Rows> {
@@ -299,36 +354,13 @@ impl<'a> Sorter<'a> {
         self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
     }
 
-    /// Sorts `buffer` (stably) and hands it to `out` in chunks of about `chunk_bytes`
-    /// decoded bytes and at most `chunk_rows` rows.
-    fn emit_sorted(&self, buffer: &[RecordBatch], chunk_bytes: usize, chunk_rows: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
-        if buffer.is_empty() {
-            return Ok(());
-        }
-        let keys: Vec<Rows> = buffer.iter().map(|b| self.convert(b)).collect::<Result<_>>()?;
-        let per_row: Vec<f64> = buffer.iter().map(|b| decoded_size(b) as f64 / b.num_rows().max(1) as f64).collect();
-        let mut order: Vec<(usize, usize)> = buffer.iter().enumerate().flat_map(|(i, b)| (0..b.num_rows()).map(move |r| (i, r))).collect();
-        order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
-        drop(keys);
-        let refs: Vec<&RecordBatch> = buffer.iter().collect();
-        let mut start = 0;
-        while start < order.len() {
-            check_cancel(self.cancel)?;
-            let mut end = start;
-            let mut bytes = 0.0;
-            while end < order.len() && end - start < chunk_rows && (end == start || bytes + per_row[order[end].0] <= chunk_bytes as f64) {
-                bytes += per_row[order[end].0];
-                end += 1;
-            }
-            let chunk = interleave(&refs, &order[start..end])?;
-            out(chunk, bytes as usize)?;
-            start = end;
-        }
-        Ok(())
-    }
-
     /// K-way merge of sorted runs into `out`, in batches of about `out_bytes` decoded bytes
-    /// and at most `batchRows` rows.
+    /// and at most `batchRows` rows; `out` gets each batch with its decoded size.
+    ///
+    /// The chunks' dictionary values are held by the run readers (counted there), so a batch
+    /// is measured by what it holds besides: its rows' other bytes and the dictionary values
+    /// it gathers. The first batch is cut on its rows' expanded size; each next one gets as
+    /// many rows as the last one's measured size says fit (at most twice as many).
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
         let mut cursors: Vec<Cursor> = Vec::with_capacity(runs.len());
         // Chunks rows are picked from: every cursor's current chunk, plus chunks already
@@ -354,11 +386,13 @@ impl<'a> Sorter<'a> {
             sift_down(&mut heap, i, |a, b| less(&cursors, a, b));
         }
         let mut picked: Vec<(usize, usize)> = Vec::new();
-        let (mut picked_bytes, mut retired_bytes) = (0.0, 0usize);
+        let (mut picked_bytes, mut picked_expanded, mut retired_bytes) = (0.0, 0.0, 0usize);
+        let mut max_rows: Option<usize> = None;
         while let Some(&top) = heap.first() {
             let c = &mut cursors[top];
             picked.push((c.slot, c.pos));
             picked_bytes += c.per_row;
+            picked_expanded += c.expanded_per_row;
             c.pos += 1;
             if c.pos == c.chunk.num_rows() {
                 retired_bytes += c.bytes;
@@ -377,13 +411,21 @@ impl<'a> Sorter<'a> {
                 }
             }
             sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
-            let full = picked.len() >= self.batch_rows || picked_bytes >= out_bytes as f64 || retired_bytes >= self.budget / OUTPUT_SHARE;
+            let enough = match max_rows {
+                Some(n) => picked.len() >= n,
+                None => picked_expanded >= out_bytes as f64,
+            };
+            let full = enough || picked.len() >= self.batch_rows || picked_bytes >= out_bytes as f64 || retired_bytes >= self.budget / OUTPUT_SHARE;
             if full || heap.is_empty() {
                 let refs: Vec<&RecordBatch> = sources.iter().collect();
                 let batch = interleave(&refs, &picked)?;
-                out(batch, picked_bytes as usize)?;
+                let size = decoded_size(&batch);
+                let n = picked.len();
+                max_rows = Some(((n as f64 * out_bytes as f64 / size.max(1) as f64) as usize).clamp(1, n.saturating_mul(2)));
+                out(batch, size)?;
                 picked.clear();
                 picked_bytes = 0.0;
+                picked_expanded = 0.0;
                 retired_bytes = 0;
                 // Keep only the chunks cursors still read from.
                 sources.clear();
@@ -397,6 +439,82 @@ impl<'a> Sorter<'a> {
     }
 }
 
+impl Drop for Sorter<'_> {
+    /// A run still being spilled is waited for, so that its file is gone (or merged) before
+    /// the spill directory is.
+    fn drop(&mut self) {
+        if let Some(handle) = self.pending.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// One sort buffer, sorted and handed on in chunks: to a spill run or to the writer.
+struct SortJob {
+    buffer: Vec<RecordBatch>,
+    writer: Option<RunWriter>,
+    keys: Vec<usize>,
+    converter: Option<RowConverter>,
+    schema: SchemaRef,
+    sort_keys: Vec<SortKey>,
+    budget: usize,
+}
+
+impl SortJob {
+    /// Sorts the buffer into its spill run.
+    fn spill(mut self) -> Result<Run> {
+        let Some(mut writer) = self.writer.take() else { return Err(CompactError::Internal("spill job without a run file".into())) };
+        let chunk_bytes = self.budget / MAX_FAN_IN;
+        let shared = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
+        writer.dictionary_bytes = shared;
+        writer.finish()
+    }
+
+    /// Sorts the buffer (stably) and hands it to `out` in chunks of about `chunk_bytes`
+    /// decoded bytes and at most `chunk_rows` rows. The chunks share one dictionary per
+    /// dictionary column where that fits (`gather::share`); returns those dictionaries' bytes.
+    fn emit_sorted(mut self, chunk_bytes: usize, chunk_rows: usize, cancel: Option<&AtomicBool>, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<usize> {
+        let buffer = std::mem::take(&mut self.buffer);
+        if buffer.is_empty() {
+            return Ok(0);
+        }
+        let converter = match self.converter.take() {
+            Some(c) => c,
+            None => key_converter(&self.schema, &self.sort_keys)?.1,
+        };
+        let keys: Vec<Rows> = buffer
+            .iter()
+            .map(|b| {
+                let columns: Vec<_> = self.keys.iter().map(|&i| b.column(i).clone()).collect();
+                converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
+            })
+            .collect::<Result<_>>()?;
+        // (sizes as decoded: each batch with its own dictionaries, as the buffer was counted)
+        let per_row: Vec<f64> = buffer.iter().map(|b| decoded_size(b) as f64 / b.num_rows().max(1) as f64).collect();
+        let mut order: Vec<(usize, usize)> = buffer.iter().enumerate().flat_map(|(i, b)| (0..b.num_rows()).map(move |r| (i, r))).collect();
+        order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
+        drop(keys);
+        let (buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
+        let refs: Vec<&RecordBatch> = buffer.iter().collect();
+        let mut start = 0;
+        while start < order.len() {
+            if let Some(c) = cancel {
+                check_cancel(c)?;
+            }
+            let mut end = start;
+            let mut bytes = 0.0;
+            while end < order.len() && end - start < chunk_rows && (end == start || bytes + per_row[order[end].0] <= chunk_bytes as f64) {
+                bytes += per_row[order[end].0];
+                end += 1;
+            }
+            let chunk = interleave(&refs, &order[start..end])?;
+            out(chunk, bytes as usize)?;
+            start = end;
+        }
+        Ok(shared)
+    }
+}
+
 /// A run being merged: its current chunk, that chunk's keys, and the next row.
 struct Cursor {
     reader: RunReader,
@@ -405,22 +523,31 @@ struct Cursor {
     pos: usize,
     /// Index of `chunk` in the merge's `sources`.
     slot: usize,
+    /// The chunk's decoded bytes but its dictionaries' values (the run's, held by the reader),
+    /// and per row; its rows' expanded size.
     bytes: usize,
     per_row: f64,
+    expanded_per_row: f64,
 }
 
 impl Cursor {
     fn new(sorter: &Sorter, reader: RunReader, chunk: RecordBatch, slot: usize) -> Result<Self> {
         let keys = sorter.convert(&chunk)?;
-        let bytes = decoded_size(&chunk);
-        let per_row = bytes as f64 / chunk.num_rows().max(1) as f64;
-        Ok(Cursor { reader, chunk, keys, pos: 0, slot, bytes, per_row })
+        let mut cursor = Cursor { reader, chunk: chunk.clone(), keys, pos: 0, slot, bytes: 0, per_row: 0.0, expanded_per_row: 0.0 };
+        cursor.measure();
+        Ok(cursor)
+    }
+
+    fn measure(&mut self) {
+        let rows = self.chunk.num_rows().max(1) as f64;
+        self.bytes = size_without_dictionary_values(&self.chunk);
+        self.per_row = self.bytes as f64 / rows;
+        self.expanded_per_row = plain_size(&self.chunk) as f64 / rows;
     }
 
     fn reset(&mut self, chunk: RecordBatch, keys: Rows, slot: usize) {
-        self.bytes = decoded_size(&chunk);
-        self.per_row = self.bytes as f64 / chunk.num_rows().max(1) as f64;
         self.chunk = chunk;
+        self.measure();
         self.keys = keys;
         self.pos = 0;
         self.slot = slot;
@@ -444,8 +571,4 @@ pub(crate) fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, u
         heap.swap(i, smallest);
         i = smallest;
     }
-}
-
-pub(crate) fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
-    arrow_select::interleave::interleave_record_batch(sources, indices).map_err(|e| CompactError::Internal(format!("gathering sorted rows: {e}")))
 }

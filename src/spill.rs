@@ -66,7 +66,7 @@ impl SpillDir {
         let writer = StreamWriter::try_new_with_options(BufWriter::with_capacity(1 << 20, file), schema, options)
             .map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
-        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0 })
+        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0 })
     }
 }
 
@@ -92,6 +92,8 @@ pub struct RunWriter {
     writer: StreamWriter<BufWriter<File>>,
     rows: u64,
     max_chunk_bytes: usize,
+    /// Bytes of the dictionaries all chunks of the run share.
+    pub dictionary_bytes: usize,
 }
 
 impl RunWriter {
@@ -103,22 +105,26 @@ impl RunWriter {
         Ok(())
     }
 
-    pub fn finish(mut self, spill: &mut SpillDir) -> Result<Run> {
+    /// Closes the run file; the caller counts its `bytes` as spilled.
+    pub fn finish(mut self) -> Result<Run> {
         self.writer.finish().map_err(|e| ipc_error(&self.file.path, e))?;
         let buffered = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
         let file = buffered.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        spill.bytes_spilled += size;
-        Ok(Run { file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes })
+        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(Run { bytes, file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes, dictionary_bytes: self.dictionary_bytes })
     }
 }
 
 /// A finished sorted run on disk.
 pub struct Run {
     file: SpillFile,
+    /// Its size on disk.
+    pub bytes: u64,
     pub rows: u64,
     /// The largest decoded chunk of the run: what one reader of it holds at most.
     pub max_chunk_bytes: usize,
+    /// The dictionaries its chunks share: a reader holds them beside its chunk.
+    pub dictionary_bytes: usize,
 }
 
 impl Run {

@@ -97,3 +97,30 @@ fn rows_decoded_as_dictionaries_are_written_exactly_and_row_groups_are_cut_on_ex
         assert_eq!(got, all, "{name}: the input rows, fat values included");
     }
 }
+
+#[test]
+fn a_spilled_sort_of_dictionary_columns_writes_the_input_rows_and_the_same_bytes_for_any_threads() {
+    let s = Scratch::new("dict-spill");
+    let fat = 2_000;
+    let files = write_inputs(s.path(), 6, 600, fat, 200);
+    let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(f)).collect();
+    all.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut outputs: Vec<Vec<Vec<u8>>> = Vec::new();
+    for threads in [1, 2, 8] {
+        let out = s.path().join(format!("out-{threads}"));
+        let mut o = opts(&out);
+        o.threads = threads;
+        o.file_name_prefix = "t".into();
+        o.batch_bytes = 256 << 10;
+        o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: true, nulls_first: false }]);
+        // (runs spilled on a thread of their own with threads > 1, their chunks sharing the
+        // run's dictionaries: the 2 KB values fit batchBytes / 16)
+        let r = run(&files, &o).unwrap();
+        assert!(r.files_spilled >= 3, "threads {threads}: the sort spilled ({} runs)", r.files_spilled);
+        let rows: Vec<_> = r.files.iter().flat_map(|f| rows_of(&f.path)).collect();
+        assert_eq!(rows, all, "threads {threads}: sorted by ts descending, the input rows");
+        outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect());
+    }
+    assert_eq!(outputs[0], outputs[1], "threads 1 and 2");
+    assert_eq!(outputs[0], outputs[2], "threads 1 and 8");
+}

@@ -1,0 +1,287 @@
+//! Gather: rows picked from several batches into one (sorting and merging), and one shared
+//! dictionary per column for the batches of a sort buffer.
+//!
+//! Sorting scatters a tuple's rows across the batches they came from, and each batch decoded
+//! from a row group has its own dictionaries. Gathered as they are, every output chunk gets a
+//! dictionary of the values it references: the 30 KB tool definitions of a session land in
+//! every spilled chunk again. So before a sort buffer is ordered, `share` gives each dictionary
+//! column of its batches one dictionary (the distinct values referenced, once); `interleave`
+//! then gathers only the keys of a column whose sources share one dictionary, and the chunks of
+//! a spilled run reference the same dictionary, which the IPC writer writes once per run.
+//!
+//! Memory: a shared dictionary holds each referenced value once — at most what the buffer's
+//! own dictionaries held — and no more than the `cap` the caller gives for all columns
+//! together; a column whose dictionary would not fit keeps its batches' own dictionaries.
+
+use crate::dictionary::has_dictionary;
+use crate::error::{CompactError, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType, Int32Type};
+use arrow_array::builder::GenericByteBuilder;
+use arrow_array::{make_array, Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_schema::DataType;
+use std::collections::HashMap;
+
+/// `batches` with each dictionary column (also inside structs) sharing one dictionary across
+/// all of them, as far as `cap` bytes of shared values allow; the shared values' bytes.
+pub fn share(batches: &[RecordBatch], cap: usize) -> Result<(Vec<RecordBatch>, usize)> {
+    let Some(first) = batches.first() else { return Ok((Vec::new(), 0)) };
+    let mut room = cap;
+    let mut columns: Vec<Vec<ArrayRef>> = vec![Vec::with_capacity(first.num_columns()); batches.len()];
+    for c in 0..first.num_columns() {
+        let arrays: Vec<ArrayRef> = batches.iter().map(|b| b.column(c).clone()).collect();
+        for (i, array) in share_column(arrays, &mut room)?.into_iter().enumerate() {
+            columns[i].push(array);
+        }
+    }
+    let shared = batches
+        .iter()
+        .zip(columns)
+        .map(|(b, cols)| RecordBatch::try_new_with_options(b.schema(), cols, &RecordBatchOptions::new().with_row_count(Some(b.num_rows()))))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| CompactError::Internal(format!("sharing dictionaries: {e}")))?;
+    Ok((shared, cap - room))
+}
+
+fn share_column(arrays: Vec<ArrayRef>, room: &mut usize) -> Result<Vec<ArrayRef>> {
+    let Some(first) = arrays.first() else { return Ok(arrays) };
+    match first.data_type().clone() {
+        DataType::Dictionary(key, value) if *key == DataType::Int32 => {
+            let merged = match value.as_ref() {
+                DataType::Utf8 => merge_values::<GenericStringType<i32>>(&arrays, room),
+                DataType::LargeUtf8 => merge_values::<GenericStringType<i64>>(&arrays, room),
+                DataType::Binary => merge_values::<GenericBinaryType<i32>>(&arrays, room),
+                DataType::LargeBinary => merge_values::<GenericBinaryType<i64>>(&arrays, room),
+                _ => None,
+            };
+            let Some((values, mappings)) = merged else { return Ok(arrays) };
+            arrays
+                .iter()
+                .zip(mappings)
+                .map(|(array, mapping)| {
+                    let dictionary = array.as_dictionary::<Int32Type>();
+                    let keys = dictionary.keys();
+                    let remapped: Vec<i32> = (0..keys.len())
+                        .map(|i| if keys.is_valid(i) { usize::try_from(keys.value(i)).ok().and_then(|k| mapping.get(k).copied()).unwrap_or(0) } else { 0 })
+                        .collect();
+                    let keys = Int32Array::new(remapped.into(), keys.nulls().cloned());
+                    DictionaryArray::<Int32Type>::try_new(keys, values.clone())
+                        .map(|d| std::sync::Arc::new(d) as ArrayRef)
+                        .map_err(|e| CompactError::Internal(format!("sharing a dictionary: {e}")))
+                })
+                .collect()
+        }
+        DataType::Struct(fields) if fields.iter().any(|f| has_dictionary(f.data_type())) => {
+            let structs: Vec<&StructArray> = arrays.iter().map(|a| a.as_struct()).collect();
+            let mut children: Vec<Vec<ArrayRef>> = vec![Vec::with_capacity(fields.len()); arrays.len()];
+            for f in 0..fields.len() {
+                let column: Vec<ArrayRef> = structs.iter().map(|s| s.column(f).clone()).collect();
+                for (i, child) in share_column(column, room)?.into_iter().enumerate() {
+                    children[i].push(child);
+                }
+            }
+            structs
+                .iter()
+                .zip(children)
+                .map(|(s, cols)| {
+                    StructArray::try_new(fields.clone(), cols, s.nulls().cloned())
+                        .map(|s| std::sync::Arc::new(s) as ArrayRef)
+                        .map_err(|e| CompactError::Internal(format!("sharing dictionaries: {e}")))
+                })
+                .collect()
+        }
+        _ => Ok(arrays),
+    }
+}
+
+/// One values array holding each value the `arrays`' keys reference once, and per array the
+/// new index of each of its dictionary's values — or `None` if it would not pay (no fewer
+/// entries than the rows) or not fit `room`.
+fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Option<(ArrayRef, Vec<Vec<i32>>)> {
+    let dictionaries: Vec<&DictionaryArray<Int32Type>> = arrays.iter().map(|a| a.as_dictionary::<Int32Type>()).collect();
+    let rows: usize = dictionaries.iter().map(|d| d.len()).sum();
+    let mut index: HashMap<&[u8], i32> = HashMap::new();
+    let mut builder = GenericByteBuilder::<T>::new();
+    let mut bytes = 0usize;
+    let mut mappings = Vec::with_capacity(dictionaries.len());
+    for d in &dictionaries {
+        let values = d.values().as_bytes::<T>();
+        let mut mapping = vec![0i32; values.len()];
+        let mut referenced = vec![false; values.len()];
+        let keys = d.keys();
+        for i in 0..keys.len() {
+            if keys.is_valid(i) {
+                if let Some(r) = usize::try_from(keys.value(i)).ok().and_then(|k| referenced.get_mut(k)) {
+                    *r = true;
+                }
+            }
+        }
+        for (k, used) in referenced.into_iter().enumerate() {
+            if !used || values.is_null(k) {
+                continue;
+            }
+            let value: &[u8] = values.value(k).as_ref();
+            let next = i32::try_from(index.len()).ok()?;
+            let id = *index.entry(value).or_insert_with(|| {
+                builder.append_value(values.value(k));
+                bytes += value.len() + std::mem::size_of::<T::Offset>();
+                next
+            });
+            if bytes > *room || index.len() * 2 > rows.max(1) {
+                return None;
+            }
+            mapping[k] = id;
+        }
+        mappings.push(mapping);
+    }
+    *room -= bytes;
+    Some((std::sync::Arc::new(builder.finish()) as ArrayRef, mappings))
+}
+
+/// The rows `indices` ((source, row) pairs) of `sources`, in that order. A dictionary column
+/// whose sources all share one dictionary keeps it (only the keys are gathered); others are
+/// gathered by arrow, which merges the dictionaries of the values picked.
+pub fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
+    let Some(first) = sources.first() else { return Err(CompactError::Internal("gathering rows from no batch".into())) };
+    let schema = first.schema();
+    let columns = (0..schema.fields().len())
+        .map(|c| {
+            let arrays: Vec<&dyn Array> = sources.iter().map(|b| b.column(c).as_ref()).collect();
+            interleave_column(&arrays, indices)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new_with_options(schema, columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))
+        .map_err(|e| CompactError::Internal(format!("gathering sorted rows: {e}")))
+}
+
+fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Result<ArrayRef> {
+    let err = |e: arrow_schema::ArrowError| CompactError::Internal(format!("gathering sorted rows: {e}"));
+    let data_type = arrays.first().map(|a| a.data_type().clone()).unwrap_or(DataType::Null);
+    match &data_type {
+        DataType::Dictionary(..) => {
+            let dictionaries: Vec<_> = arrays.iter().filter_map(|a| a.as_any_dictionary_opt()).collect();
+            let values = dictionaries.first().map(|d| d.values().to_data());
+            let shared = dictionaries.len() == arrays.len() && values.as_ref().is_some_and(|v| dictionaries.iter().all(|d| d.values().to_data().ptr_eq(v)));
+            match (shared, values) {
+                (true, Some(values)) => {
+                    let keys: Vec<&dyn Array> = dictionaries.iter().map(|d| d.keys() as &dyn Array).collect();
+                    let keys = arrow_select::interleave::interleave(&keys, indices).map_err(err)?;
+                    let data = keys.to_data().into_builder().data_type(data_type.clone()).child_data(vec![values]).build().map_err(err)?;
+                    Ok(make_array(data))
+                }
+                _ => arrow_select::interleave::interleave(arrays, indices).map_err(err),
+            }
+        }
+        DataType::Struct(fields) if fields.iter().any(|f| has_dictionary(f.data_type())) => {
+            let structs: Vec<&StructArray> = arrays.iter().filter_map(|a| a.as_struct_opt()).collect();
+            if structs.len() != arrays.len() {
+                return Err(CompactError::Internal("gathering sorted rows: mixed column types".into()));
+            }
+            let children = (0..fields.len())
+                .map(|f| {
+                    let column: Vec<&dyn Array> = structs.iter().map(|s| s.column(f).as_ref()).collect();
+                    interleave_column(&column, indices)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let nulls = structs.iter().any(|s| s.null_count() > 0).then(|| {
+                NullBuffer::new(BooleanBuffer::collect_bool(indices.len(), |i| {
+                    let (a, r) = indices[i];
+                    structs.get(a).is_some_and(|s| s.is_valid(r))
+                }))
+            });
+            Ok(std::sync::Arc::new(StructArray::try_new(fields.clone(), children, nulls).map_err(err)?))
+        }
+        _ => arrow_select::interleave::interleave(arrays, indices).map_err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{BinaryArray, StringArray};
+    use arrow_schema::{Field, Fields, Schema};
+    use std::sync::Arc;
+
+    /// A batch of a string dictionary column and a struct holding a binary dictionary, with
+    /// null rows in both; `values` are the distinct values its dictionaries hold (unreferenced
+    /// ones included, as a row group's dictionary holds values of rows filtered out).
+    fn batch(values: &[&str], keys: &[Option<i32>]) -> RecordBatch {
+        let dict = |binary: bool| -> ArrayRef {
+            let values: ArrayRef = if binary {
+                Arc::new(BinaryArray::from_iter_values(values.iter().map(|v| v.as_bytes())))
+            } else {
+                Arc::new(StringArray::from_iter_values(values.iter()))
+            };
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys.to_vec()), values).unwrap())
+        };
+        let inner = Fields::from(vec![Field::new("v", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Binary)), true)]);
+        let nulls = NullBuffer::from((0..keys.len()).map(|i| i % 3 != 1).collect::<Vec<_>>());
+        let s = StructArray::try_new(inner.clone(), vec![dict(true)], Some(nulls)).unwrap();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("s", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true),
+            Field::new("g", DataType::Struct(inner), true),
+        ]));
+        RecordBatch::try_new(schema, vec![dict(false), Arc::new(s)]).unwrap()
+    }
+
+    /// Each row's values as plain strings (independent of how the dictionaries are laid out).
+    fn rows(b: &RecordBatch) -> Vec<(Option<String>, Option<Option<String>>)> {
+        let s = b.column(0).as_dictionary::<Int32Type>();
+        let sv = s.values().as_string::<i32>();
+        let g = b.column(1).as_struct();
+        let gd = g.column(0).as_dictionary::<Int32Type>();
+        let gv = gd.values().as_binary::<i32>();
+        (0..b.num_rows())
+            .map(|i| {
+                let a = s.is_valid(i).then(|| sv.value(s.keys().value(i) as usize).to_string());
+                let c = g.is_valid(i).then(|| gd.is_valid(i).then(|| String::from_utf8(gv.value(gd.keys().value(i) as usize).to_vec()).unwrap()));
+                (a, c)
+            })
+            .collect()
+    }
+
+    fn inputs() -> Vec<RecordBatch> {
+        vec![
+            batch(&["fat-a", "fat-b", "unused"], &[Some(0), Some(1), None, Some(0), Some(1), Some(0)]),
+            batch(&["fat-b", "fat-c"], &[Some(1), Some(0), Some(0), None, Some(1), Some(1)]),
+            batch(&["fat-a"], &[Some(0), Some(0), Some(0), Some(0), None, Some(0)]),
+        ]
+    }
+
+    #[test]
+    fn shared_batches_hold_the_same_rows_over_one_dictionary_of_the_referenced_values() {
+        let before = inputs();
+        let (after, bytes) = share(&before, 1 << 20).unwrap();
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!(rows(b), rows(a));
+        }
+        let values = after[0].column(0).as_dictionary::<Int32Type>().values().clone();
+        assert!(after.iter().all(|b| b.column(0).as_dictionary::<Int32Type>().values().to_data().ptr_eq(&values.to_data())));
+        let distinct: Vec<&str> = values.as_string::<i32>().iter().flatten().collect();
+        assert_eq!(distinct, vec!["fat-a", "fat-b", "fat-c"], "each referenced value once, 'unused' dropped");
+        assert_eq!(bytes, 2 * (15 + 3 * 4), "both columns' values and offsets");
+        // no room: the batches keep their own dictionaries
+        let (kept, bytes) = share(&before, 10).unwrap();
+        assert_eq!(bytes, 0);
+        assert!(kept.iter().zip(&before).all(|(k, b)| k.column(0).to_data().ptr_eq(&b.column(0).to_data())));
+    }
+
+    #[test]
+    fn gathering_keys_over_shared_dictionaries_gives_the_rows_arrow_gathers() {
+        let before = inputs();
+        let indices: Vec<(usize, usize)> = vec![(2, 5), (0, 1), (1, 3), (0, 2), (1, 0), (2, 4), (0, 4), (1, 5)];
+        let refs: Vec<&RecordBatch> = before.iter().collect();
+        let expected = rows(&arrow_select::interleave::interleave_record_batch(&refs, &indices).unwrap());
+        let (shared, _) = share(&before, 1 << 20).unwrap();
+        let refs: Vec<&RecordBatch> = shared.iter().collect();
+        let got = interleave(&refs, &indices).unwrap();
+        assert_eq!(rows(&got), expected);
+        // the shared dictionary is kept, not merged or concatenated
+        let values = shared[0].column(0).as_dictionary::<Int32Type>().values().to_data();
+        assert!(got.column(0).as_dictionary::<Int32Type>().values().to_data().ptr_eq(&values));
+        // sources with their own dictionaries are gathered by arrow
+        let refs: Vec<&RecordBatch> = before.iter().collect();
+        assert_eq!(rows(&interleave(&refs, &indices).unwrap()), expected);
+    }
+}
