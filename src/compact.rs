@@ -542,7 +542,7 @@ pub fn run_guarded<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, canc
 /// long-lived server the pool threads would each keep the high-water mark of the largest call
 /// they ran. `malloc_trim(0)` returns the free pages of every arena to the OS.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     extern "C" {
         fn malloc_trim(pad: usize) -> i32;
     }
@@ -554,7 +554,7 @@ fn release_free_memory() {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn release_free_memory() {}
+pub(crate) fn release_free_memory() {}
 
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {

@@ -467,7 +467,11 @@ impl SortJob {
         let chunk_bytes = self.budget / MAX_FAN_IN;
         let shared = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
         writer.dictionary_bytes = shared;
-        writer.finish()
+        let run = writer.finish();
+        // The buffer just freed stays in this thread's malloc arena otherwise, beside the
+        // one the next buffer fills in: hand it back.
+        crate::compact::release_free_memory();
+        run
     }
 
     /// Sorts the buffer (stably) and hands it to `out` in chunks of about `chunk_bytes`
@@ -494,7 +498,9 @@ impl SortJob {
         let mut order: Vec<(usize, usize)> = buffer.iter().enumerate().flat_map(|(i, b)| (0..b.num_rows()).map(move |r| (i, r))).collect();
         order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
         drop(keys);
-        let (buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
+        let (shared_buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
+        drop(buffer);
+        let buffer = shared_buffer;
         let refs: Vec<&RecordBatch> = buffer.iter().collect();
         let mut start = 0;
         while start < order.len() {
