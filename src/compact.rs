@@ -12,10 +12,13 @@ use crate::options::Options;
 use crate::plan::{build_plan, Plan};
 use crate::group::{group, FirstPass, Groups, TupleGroup};
 use crate::iceberg::partition::Partitioner;
-use crate::read::{check_cancel, read_segments, Batch, ReadLimits, RowFilters};
+use crate::budget::ReadLimits;
+use crate::error::check_cancel;
+use crate::read::{read_segments, Batch, RowFilters};
 use arrow_array::RecordBatch;
 use crate::divert::Diverter;
-use crate::iceberg::deletes::{DeleteIndex, InputFile};
+use crate::iceberg::deletes::DeleteIndex;
+use crate::iceberg::input::InputFile;
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, OrderCheck, Sorter};
 use crate::merge::{merge_runs, plan_merge};
@@ -534,27 +537,9 @@ fn data_file_location(prefix: Option<&str>, path: &str) -> String {
 /// Afterwards the memory the call freed is handed back to the OS (see `release_free_memory`).
 pub fn run_guarded<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
     let outcome = guard(|| compact(files, opts, cancel, progress));
-    release_free_memory();
+    crate::heap::release_free_memory();
     outcome
 }
-
-/// glibc keeps memory freed by a thread in that thread's malloc arena for reuse; in a
-/// long-lived server the pool threads would each keep the high-water mark of the largest call
-/// they ran. `malloc_trim(0)` returns the free pages of every arena to the OS.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub(crate) fn release_free_memory() {
-    extern "C" {
-        fn malloc_trim(pad: usize) -> i32;
-    }
-    // SAFETY: glibc's malloc_trim only touches the allocator's own free lists; no arguments
-    // beyond the pad, which 0 makes minimal.
-    unsafe {
-        malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub(crate) fn release_free_memory() {}
 
 pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {

@@ -17,9 +17,8 @@ use crate::plan::{load_metadata, open_input, Plan};
 use arrow_array::cast::AsArray;
 use arrow_array::{AnyDictionaryArray, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, FieldRef, Schema};
-use parquet::basic::{Encoding, PageType, Type as PhysicalType};
+use parquet::basic::Type as PhysicalType;
 use parquet::column::page::{Page, PageReader};
-use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,18 +27,6 @@ use std::sync::Arc;
 const SAMPLE_INPUTS: usize = 8;
 /// Rows per dictionary entry from which a column is decoded as a dictionary.
 const MIN_REUSE: f64 = 4.0;
-
-/// Whether every data page of a column chunk is dictionary-encoded (its footer's page encoding
-/// statistics, as a mask or in full; `false` when they are missing).
-pub fn all_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
-    let dictionary = |e: &Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
-    column.dictionary_page_offset().is_some()
-        && match (column.page_encoding_stats_mask(), column.page_encoding_stats()) {
-            (Some(mask), _) => mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY),
-            (None, Some(stats)) => stats.iter().filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)).all(|s| dictionary(&s.encoding)),
-            (None, None) => false,
-        }
-}
 
 /// `field` with its string and binary leaves whose paths are in `leaves` (through structs)
 /// as dictionaries; the paths converted are added to `converted`.

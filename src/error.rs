@@ -2,6 +2,7 @@
 //! the README and index.d.ts (`err.code` in JS); messages name the file, and the column where one is involved.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -90,3 +91,12 @@ pub fn parquet_io_error(err: &parquet::errors::ParquetError) -> Option<&io::Erro
 }
 
 pub type Result<T> = std::result::Result<T, CompactError>;
+
+/// `Err(Aborted)` once the call's abort flag is set.
+pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(CompactError::Aborted)
+    } else {
+        Ok(())
+    }
+}

@@ -17,7 +17,8 @@ use roaring::RoaringTreemap;
 use crate::error::CompactError;
 use arrow_array::{BooleanArray, RecordBatch};
 use crate::sort::OrderCheck;
-use crate::read::{all_segments, read_segments, ReadLimits, RowFilters, Segment};
+use crate::budget::ReadLimits;
+use crate::read::{all_segments, read_segments, RowFilters, Segment};
 use std::sync::atomic::AtomicBool;
 
 /// What grouping found: the tuples, and (with `partitionBy`) the rows equality deletes

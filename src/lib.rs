@@ -5,6 +5,7 @@
 //! exercised by `cargo test` without Node. `node` is the thin N-API layer: option conversion,
 //! the Promise, AbortSignal, the progress callback and error mapping.
 
+pub mod budget;
 pub mod compact;
 pub mod dedupe;
 pub mod dictionary;
@@ -17,6 +18,7 @@ pub mod gate;
 pub mod gather;
 pub mod group;
 pub mod guard;
+pub mod heap;
 pub mod iceberg;
 pub mod merge;
 #[cfg_attr(test, allow(dead_code))]

@@ -223,7 +223,7 @@ pub struct DeleteSource {
 type ProgressFn = ThreadsafeFunction<ProgressEvent, (), ProgressEvent, Status, false, true>;
 
 struct Prepared {
-    files: Vec<crate::iceberg::deletes::InputFile>,
+    files: Vec<crate::iceberg::input::InputFile>,
     options: Options,
     cancel: Arc<AtomicBool>,
     progress: Option<ProgressFn>,

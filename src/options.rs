@@ -3,7 +3,7 @@
 //! Memory: nothing beyond the options themselves.
 
 use crate::error::{CompactError, Result};
-use crate::iceberg::deletes::{DeleteSource, InputFile};
+use crate::iceberg::input::{DeleteSource, InputFile};
 use crate::iceberg::partition::{PartitionField, Transform};
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
 use std::path::PathBuf;

@@ -6,8 +6,9 @@
 
 use crate::error::{CompactError, Result};
 use crate::guard::{contain, GuardedInput};
-use crate::iceberg::deletes::{DeleteSource, InputFile};
-use parquet::basic::Compression;
+use crate::iceberg::input::{DeleteSource, InputFile};
+use parquet::basic::{Compression, Encoding, PageType};
+use parquet::file::metadata::ColumnChunkMetaData;
 use crate::unify::unify;
 use parquet::file::reader::Length;
 use std::collections::{HashMap, HashSet};
@@ -220,7 +221,7 @@ fn summarize(
             }
             let Some(flags) = leaves.get_mut(&col.column_path().string()) else { continue };
             flags.dictionary |= col.dictionary_page_offset().is_some();
-            flags.plain_pages |= !crate::dictionary::all_dictionary_encoded(col);
+            flags.plain_pages |= !all_dictionary_encoded(col);
             flags.nullable |= col.statistics().and_then(|s| s.null_count_opt()) != Some(0);
         }
     }
@@ -279,4 +280,16 @@ fn widen(dt: &DataType) -> DataType {
         DataType::Map(f, sorted) => DataType::Map(Arc::new(widen_field(f)), *sorted),
         other => other.clone(),
     }
+}
+
+/// Whether every data page of a column chunk is dictionary-encoded (its footer's page encoding
+/// statistics, as a mask or in full; `false` when they are missing).
+pub fn all_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
+    let dictionary = |e: &Encoding| matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY);
+    column.dictionary_page_offset().is_some()
+        && match (column.page_encoding_stats_mask(), column.page_encoding_stats()) {
+            (Some(mask), _) => mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY),
+            (None, Some(stats)) => stats.iter().filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)).all(|s| dictionary(&s.encoding)),
+            (None, None) => false,
+        }
 }

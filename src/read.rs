@@ -15,29 +15,24 @@
 //! equality-deleted rows are filtered out and counted per batch. Row groups shared with other
 //! partition tuples are filtered to the tuple being written in the same pass.
 
-use crate::error::{CompactError, Result};
+use crate::budget::{decoded_size, estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::error::{check_cancel, CompactError, Result};
+use crate::unify::widen_array;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::same_field;
 use crate::dictionary::schema_with_dictionaries;
-use std::collections::HashSet;
 use crate::iceberg::deletes::DeleteIndex;
 use arrow_array::BooleanArray;
 use roaring::RoaringTreemap;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Int32Type};
-use arrow_array::{make_array, new_null_array, ArrayRef, Float64Array, Int64Array};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_array::{make_array, new_null_array, ArrayRef};
+use arrow_schema::SchemaRef;
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
-use parquet::basic::{Encoding, Type as PhysicalType};
-use parquet::column::page::{Page, PageReader};
-use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
-use parquet::file::serialized_reader::SerializedPageReader;
 use crate::guard::{contain, GuardedInput};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// One decoded batch and what it accounts for.
@@ -65,17 +60,6 @@ impl Batch {
     }
 }
 
-/// The same column in a wider type as schema evolution allows (int → long, float → double),
-/// or unchanged; `None` for any other pair.
-pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
-    Some(match (a.data_type(), to) {
-        (from, to) if from == to => a.clone(),
-        (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
-        (DataType::Float32, DataType::Float64) => Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)))),
-        _ => return None,
-    })
-}
-
 /// What the read stage applies to each decoded batch before handing it on.
 #[derive(Default)]
 pub struct RowFilters<'a> {
@@ -88,20 +72,6 @@ pub struct RowFilters<'a> {
     pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
     /// Report each row's position in its input (`Batch::positions`).
     pub positions: bool,
-}
-
-pub struct ReadLimits {
-    pub batch_rows: usize,
-    pub batch_bytes: usize,
-    /// The largest uncompressed page an input may declare (`guard`).
-    pub page_cap: u64,
-}
-
-impl ReadLimits {
-    /// Batches of `batch_bytes`; pages of up to the call's `batchBytes` + 64 MiB.
-    pub fn new(batch_rows: usize, batch_bytes: usize, call_batch_bytes: usize) -> Self {
-        ReadLimits { batch_rows, batch_bytes, page_cap: call_batch_bytes as u64 + (64 << 20) }
-    }
 }
 
 /// One row group of one input, as a unit of reading.
@@ -424,96 +394,9 @@ pub fn read_all(plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, mut sink:
     read_segments(plan, &all_segments(plan), None, limits, cancel, RowFilters::default(), |_, b| sink(b))
 }
 
-pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
-    if cancel.load(Ordering::Relaxed) {
-        Err(CompactError::Aborted)
-    } else {
-        Ok(())
-    }
-}
-
 fn builder(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata) -> Result<ParquetRecordBatchReaderBuilder<GuardedInput>> {
     let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
     Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone()))
-}
-
-/// Rows per batch for an estimated decoded row size.
-pub fn rows_per_batch(per_row_bytes: f64, limits: &ReadLimits) -> usize {
-    let by_bytes = if per_row_bytes > 0.0 { (limits.batch_bytes as f64 / per_row_bytes).floor() } else { f64::MAX };
-    (by_bytes.min(limits.batch_rows as f64) as usize).max(1)
-}
-
-/// Decoded bytes of the rows a batch holds (buffers shared with other batches count in full
-/// only for the slice this batch sees).
-pub fn decoded_size(batch: &RecordBatch) -> usize {
-    batch
-        .columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size()))
-        .sum()
-}
-
-/// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
-/// encoded byte arrays without size statistics, its dictionary pages).
-/// With `leaves`, only the leaf columns marked true count.
-pub fn estimate_row_bytes(file: &GuardedInput, rg: &RowGroupMetaData, leaves: Option<&[bool]>, dictionaries: &HashSet<Vec<String>>) -> f64 {
-    let rows = rg.num_rows().max(1) as f64;
-    let mut total = 0.0;
-    for (leaf, col) in rg.columns().iter().enumerate() {
-        if leaves.is_some_and(|l| !l.get(leaf).copied().unwrap_or(false)) {
-            continue;
-        }
-        let values = col.num_values().max(0) as f64;
-        let descr = col.column_descr();
-        let fixed = match descr.physical_type() {
-            PhysicalType::BOOLEAN => 1.0,
-            PhysicalType::INT32 | PhysicalType::FLOAT => 4.0,
-            PhysicalType::INT64 | PhysicalType::DOUBLE => 8.0,
-            PhysicalType::INT96 => 16.0,
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as f64,
-            PhysicalType::BYTE_ARRAY => 8.0,
-        };
-        let mut bytes = values * (fixed + 0.25);
-        if dictionaries.contains(col.column_path().parts()) {
-            // Decoded as a dictionary: a key per row, and the dictionary (at most the chunk).
-            total += values * 4.25 + col.uncompressed_size().max(0) as f64;
-            continue;
-        }
-        if descr.physical_type() == PhysicalType::BYTE_ARRAY {
-            let plain = col.uncompressed_size().max(0) as f64;
-            let unencoded = col.unencoded_byte_array_data_bytes().map(|b| b.max(0) as f64);
-            let from_dictionary = match unencoded {
-                Some(_) => 0.0,
-                None if col.dictionary_page_offset().is_some() => {
-                    largest_dictionary_entry(file, col, rows as usize).unwrap_or(0) as f64 * values
-                }
-                None => 0.0,
-            };
-            bytes += plain.max(unencoded.unwrap_or(0.0)).max(from_dictionary);
-        }
-        total += bytes;
-    }
-    total / rows
-}
-
-/// Length of the longest value in a byte-array column chunk's dictionary page. Any failure
-/// yields `None`: decoding the chunk will then report the problem with its column.
-fn largest_dictionary_entry(file: &GuardedInput, col: &ColumnChunkMetaData, rows: usize) -> Option<usize> {
-    let handle = Arc::new(file.try_clone().ok()?);
-    let mut pages = SerializedPageReader::new(handle, col, rows, None).ok()?;
-    match contain(|| pages.get_next_page()).ok()?.ok()?? {
-        Page::DictionaryPage { buf, encoding: Encoding::PLAIN | Encoding::PLAIN_DICTIONARY, .. } => {
-            let mut longest = 0usize;
-            let mut pos = 0usize;
-            while pos + 4 <= buf.len() {
-                let len = u32::from_le_bytes([buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]]) as usize;
-                longest = longest.max(len);
-                pos = pos.saturating_add(4).saturating_add(len);
-            }
-            Some(longest)
-        }
-        _ => None,
-    }
 }
 
 /// A decode failed: find the column by decoding the row group one leaf at a time.

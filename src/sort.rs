@@ -23,7 +23,9 @@ use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
 use crate::options::SortKey;
 use crate::plan::Plan;
-use crate::read::{check_cancel, decoded_size, Batch};
+use crate::budget::decoded_size;
+use crate::error::check_cancel;
+use crate::read::Batch;
 use crate::spill::{Run, RunReader, RunWriter, SpillDir};
 use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, Rows, SortField};
@@ -470,7 +472,7 @@ impl SortJob {
         let run = writer.finish();
         // The buffer just freed stays in this thread's malloc arena otherwise, beside the
         // one the next buffer fills in: hand it back.
-        crate::compact::release_free_memory();
+        crate::heap::release_free_memory();
         run
     }
 

@@ -9,6 +9,10 @@
 //! Memory: one schema per distinct input schema.
 
 use crate::error::{CompactError, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type};
+use arrow_array::{ArrayRef, Float64Array, Int64Array};
+use arrow_schema::DataType;
 use parquet::basic::{LogicalType, Repetition, Type as PhysicalType};
 use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 use std::path::{Path, PathBuf};
@@ -129,4 +133,15 @@ fn rebuild(t: &Type, optional: bool) -> std::result::Result<Type, String> {
             .build(),
     };
     built.map_err(|e| e.to_string())
+}
+
+/// The same column in a wider type as schema evolution allows (int → long, float → double),
+/// or unchanged; `None` for any other pair.
+pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
+    Some(match (a.data_type(), to) {
+        (from, to) if from == to => a.clone(),
+        (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
+        (DataType::Float32, DataType::Float64) => Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)))),
+        _ => return None,
+    })
 }

@@ -3,7 +3,8 @@
 
 use arrow_array::{Array, ArrayRef, BinaryArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use gencompact::read::{read_all, ReadLimits};
+use gencompact::budget::ReadLimits;
+use gencompact::read::read_all;
 use gencompact::compact;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::ParquetMetaDataReader;
@@ -25,7 +26,7 @@ fn batches_stay_within_batch_bytes_even_for_fat_dictionary_values() {
     let rg = meta.row_group(0);
     let naive_per_row = rg.total_byte_size() as f64 / rg.num_rows() as f64;
     assert!(naive_per_row < 5_000.0, "fixture must hide the fat value from the uncompressed size ({naive_per_row})");
-    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::deletes::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
+    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
     let limits = ReadLimits::new(10_000, 1 << 20, 1 << 20);
     let mut rows = 0;
     let mut batches = 0;
@@ -44,7 +45,7 @@ fn batches_stay_within_batch_bytes_even_for_fat_dictionary_values() {
 fn a_row_larger_than_batch_bytes_is_a_batch_of_one() {
     let s = Scratch::new("one");
     let files = write_inputs(s.path(), 1, 50, 20_000, 10);
-    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::deletes::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
+    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
     let limits = ReadLimits::new(10_000, 4096, 4096);
     let mut sizes = Vec::new();
     read_all(&plan, &limits, &AtomicBool::new(false), |b| {

@@ -7,7 +7,7 @@ mod common;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema};
 use common::{field, Scratch};
-use gencompact::iceberg::deletes::{DeleteSource, InputFile};
+use gencompact::iceberg::input::{DeleteSource, InputFile};
 use gencompact::options::DivertSpec;
 use gencompact::{compact, Options};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;

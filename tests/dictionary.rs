@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::DataType;
 use common::*;
-use gencompact::iceberg::deletes::InputFile;
+use gencompact::iceberg::input::InputFile;
 use gencompact::iceberg::partition::{PartitionField, Transform};
 use gencompact::options::SortKey;
 use gencompact::plan::build_plan;

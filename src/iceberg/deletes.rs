@@ -8,9 +8,12 @@
 //! decoded in batches bounded like data batches, each file once however many inputs share it.
 
 use crate::error::{CompactError, Result};
+use crate::iceberg::input::DeleteSource;
 use crate::iceberg::puffin;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
-use crate::read::{check_cancel, estimate_row_bytes, rows_per_batch, widen_array, ReadLimits};
+use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::error::check_cancel;
+use crate::unify::widen_array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -30,54 +33,6 @@ use std::sync::Arc;
 /// Field ids of a position-delete file's columns (Iceberg reserved ids).
 const FILE_PATH_ID: i32 = 2147483546;
 const POS_ID: i32 = 2147483545;
-
-/// One delete file (or blob) that applies to an input, as `files[i].deletes` names it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DeleteSource {
-    /// A position-delete Parquet file (`file_path`, `pos`), possibly for many data files.
-    Position { path: PathBuf },
-    /// A `deletion-vector-v1` blob at `offset`/`length` of a Puffin file.
-    Vector { path: PathBuf, offset: u64, length: u64 },
-    /// An equality-delete Parquet file whose rows delete data rows equal on `field_ids`.
-    Equality { path: PathBuf, field_ids: Vec<i32> },
-}
-
-impl DeleteSource {
-    pub fn path(&self) -> &Path {
-        match self {
-            DeleteSource::Position { path } | DeleteSource::Vector { path, .. } | DeleteSource::Equality { path, .. } => path,
-        }
-    }
-}
-
-/// One data file of the generation: where to read it, the location the table's manifests
-/// record for it (what position deletes and deletion vectors reference), and its deletes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InputFile {
-    pub path: PathBuf,
-    pub location: String,
-    pub deletes: Vec<DeleteSource>,
-}
-
-impl InputFile {
-    /// A data file without deletes, located at its path.
-    pub fn plain(path: impl Into<PathBuf>) -> Self {
-        let path = path.into();
-        InputFile { location: path.display().to_string(), path, deletes: Vec::new() }
-    }
-}
-
-impl From<&str> for InputFile {
-    fn from(path: &str) -> Self {
-        InputFile::plain(path)
-    }
-}
-
-impl From<String> for InputFile {
-    fn from(path: String) -> Self {
-        InputFile::plain(path)
-    }
-}
 
 /// The rows of one equality-delete file, as hashes of their key columns encoded like the data's.
 struct EqualitySet {

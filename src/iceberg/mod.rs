@@ -5,3 +5,4 @@ pub mod metrics;
 pub mod partition;
 pub mod puffin;
 pub mod deletes;
+pub mod input;

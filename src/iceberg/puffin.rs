@@ -8,7 +8,7 @@
 //! Puffin file's footer JSON, read once per call.
 
 use crate::error::{CompactError, Result};
-use crate::read::ReadLimits;
+use crate::budget::ReadLimits;
 use roaring::RoaringTreemap;
 use std::collections::HashMap;
 use std::fs::File;
