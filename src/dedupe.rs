@@ -27,9 +27,7 @@ pub struct Deduper {
 impl Deduper {
     /// `name` must be a top-level column of `schema`.
     pub fn new(schema: &Schema, name: &str) -> Result<Self> {
-        let column = schema
-            .index_of(name)
-            .map_err(|_| CompactError::InvalidOptions(format!("'dedupeBy' names column '{name}', which the inputs do not have")))?;
+        let column = crate::unify::option_column(schema, "dedupeBy", name)?;
         let field = schema.field(column);
         let converter = RowConverter::new(vec![SortField::new(field.data_type().clone())]).map_err(|e| {
             CompactError::InvalidOptions(format!("'dedupeBy' column '{name}' of type {} cannot be compared: {e}", field.data_type()))

@@ -16,7 +16,7 @@ impl CreatedDirs {
         let created: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
         if !std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?.is_dir() {
-            return Err(CompactError::Io { path: dir.display().to_string(), msg: format!("{what} is not a directory") });
+            return Err(CompactError::io_msg(dir, format!("{what} is not a directory")));
         }
         Ok(CreatedDirs(created))
     }

@@ -56,7 +56,7 @@ impl<'a> Diverter<'a> {
     /// `props`: the data files' writer settings.
     pub fn new(plan: &'a Plan, opts: &'a Options, spec: &DivertSpec, props: WriterProperties) -> Result<Self> {
         let invalid = |msg: String| CompactError::InvalidOptions(format!("'divert': {msg}"));
-        let column = plan.arrow_schema.index_of(&spec.column).map_err(|_| invalid(format!("column '{}' is not in the inputs", spec.column)))?;
+        let column = crate::unify::option_column(&plan.arrow_schema, "divert", &spec.column)?;
         let dt = plan.arrow_schema.field(column).data_type();
         let kind = match dt {
             DataType::Struct(fields) if fields.len() == 2 && fields.iter().all(|f| f.data_type() == &DataType::LargeBinary) && fields.find("metadata").is_some() && fields.find("value").is_some() => Kind::Variant,
@@ -67,7 +67,7 @@ impl<'a> Diverter<'a> {
             _ => return Err(invalid(format!("column '{}' of type {dt} cannot be compared with a JSON value", spec.column))),
         };
         if spec.to.exists() {
-            return Err(CompactError::Io { path: spec.to.display().to_string(), msg: "divert target already exists".into() });
+            return Err(CompactError::io_msg(&spec.to, "divert target already exists"));
         }
         let mut tmp = spec.to.clone().into_os_string();
         tmp.push(".tmp");
@@ -90,7 +90,6 @@ impl<'a> Diverter<'a> {
 
     /// Writes the matching rows of `batch` to the side file and returns the others.
     pub fn split(&mut self, batch: Batch) -> Result<Batch> {
-        let n = batch.batch.num_rows();
         let matches = self.matches(batch.batch.column(self.column));
         let hits = matches.iter().filter(|m| **m).count();
         if hits == 0 {
@@ -100,7 +99,7 @@ impl<'a> Diverter<'a> {
         let diverted = arrow_select::filter::filter_record_batch(&batch.batch, &mask).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
         let keep: BooleanArray = matches.iter().map(|m| Some(!*m)).collect();
         let kept = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
-        self.write(&diverted, batch.decoded_bytes * hits / n.max(1))?;
+        self.write(&diverted, batch.share_of(hits))?;
         Ok(batch.retain(kept))
     }
 

@@ -16,7 +16,13 @@ pub enum CompactError {
     #[error("schema conflict on column '{column}' between {first} and {second}: {msg}")]
     SchemaConflict { first: String, second: String, column: String, msg: String },
     #[error("I/O error on {path}: {msg}")]
-    Io { path: String, msg: String },
+    Io {
+        path: String,
+        msg: String,
+        /// The operating system's error, when there was one.
+        #[source]
+        source: Option<io::Error>,
+    },
     #[error("aborted by signal; every file of this call was removed")]
     Aborted,
     #[error("verification failed for {path}: {msg}")]
@@ -51,9 +57,19 @@ impl CompactError {
         CompactError::InputCorrupt { path: path.display().to_string(), column, msg: msg.to_string() }
     }
 
+    /// An I/O failure that is not an operating-system error (a name taken, a spill file the
+    /// IPC reader rejects).
+    pub fn io_msg(path: &Path, msg: impl ToString) -> Self {
+        CompactError::Io { path: path.display().to_string(), msg: msg.to_string(), source: None }
+    }
+
     /// An I/O failure on one of our own output paths (or outDir). Disk full is spelled out.
     pub fn io(path: &Path, err: &io::Error) -> Self {
-        CompactError::Io { path: path.display().to_string(), msg: describe_io(err) }
+        let source = match err.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(err.kind(), err.to_string()),
+        };
+        CompactError::Io { path: path.display().to_string(), msg: describe_io(err), source: Some(source) }
     }
 
     /// An error opening or reading an input file: missing files are `ERR_INPUT_NOT_FOUND`,
@@ -98,5 +114,21 @@ pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
         Err(CompactError::Aborted)
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn an_io_error_names_the_path_says_disk_full_and_keeps_the_os_error_as_its_source() {
+        let e = CompactError::io(Path::new("/out/part-1.parquet.tmp"), &io::Error::from_raw_os_error(28));
+        let text = e.to_string();
+        assert!(text.contains("/out/part-1.parquet.tmp") && text.contains("disk full"), "{text}");
+        let source = e.source().and_then(|s| s.downcast_ref::<io::Error>()).map(|s| s.raw_os_error());
+        assert_eq!(source, Some(Some(28)));
+        assert!(CompactError::io_msg(Path::new("/out"), "output file already exists").source().is_none());
     }
 }

@@ -54,9 +54,13 @@ impl Batch {
     /// Its input bytes stay: the writer measures output per input byte read, and the rows a
     /// later stage drops (dedupe, divert) were read all the same.
     pub fn retain(self, kept: RecordBatch) -> Batch {
-        let n = self.batch.num_rows().max(1);
-        let decoded_bytes = self.decoded_bytes.saturating_mul(kept.num_rows()) / n;
+        let decoded_bytes = self.share_of(kept.num_rows());
         Batch { batch: kept, decoded_bytes, ..self }
+    }
+
+    /// The decoded bytes of `rows` of this batch's rows, by its average.
+    pub fn share_of(&self, rows: usize) -> usize {
+        self.decoded_bytes.saturating_mul(rows) / self.batch.num_rows().max(1)
     }
 }
 

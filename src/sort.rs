@@ -47,9 +47,7 @@ const SHARED_DICTIONARY_SHARE: usize = 16;
 pub fn key_columns(schema: &SchemaRef, keys: &[SortKey]) -> Result<Vec<(usize, SortOptions)>> {
     keys.iter()
         .map(|k| {
-            let index = schema
-                .index_of(&k.column)
-                .map_err(|_| CompactError::InvalidOptions(format!("'sortBy' names column '{}', which the inputs do not have", k.column)))?;
+            let index = crate::unify::option_column(schema, "sortBy", &k.column)?;
             let data_type = schema.field(index).data_type();
             if data_type.is_nested() || matches!(data_type, DataType::Dictionary(..)) {
                 return Err(CompactError::InvalidOptions(format!(

@@ -154,6 +154,6 @@ impl RunReader {
 fn ipc_error(path: &Path, e: ArrowError) -> CompactError {
     match e {
         ArrowError::IoError(_, io) => CompactError::io(path, &io),
-        other => CompactError::Io { path: path.display().to_string(), msg: format!("spill file: {other}") },
+        other => CompactError::io_msg(path, format!("spill file: {other}")),
     }
 }

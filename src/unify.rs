@@ -145,3 +145,9 @@ pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
         _ => return None,
     })
 }
+
+/// The index of the top-level column `column` that option `option` names, or an
+/// `ERR_INVALID_OPTIONS` error saying the inputs do not have it.
+pub fn option_column(schema: &arrow_schema::Schema, option: &str, column: &str) -> Result<usize> {
+    schema.index_of(column).map_err(|_| CompactError::InvalidOptions(format!("'{option}' names column '{column}', which the inputs do not have")))
+}

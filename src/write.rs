@@ -65,7 +65,7 @@ impl Outputs {
         let mut tmp_path = self.dir.join(format!("{}-{:05}.parquet.tmp", self.prefix, self.next_index));
         self.next_index += 1;
         if final_path.exists() {
-            return Err(CompactError::Io { path: final_path.display().to_string(), msg: "output file already exists".into() });
+            return Err(CompactError::io_msg(&final_path, "output file already exists"));
         }
         if testhooks::disabled("tmp-names") {
             tmp_path = final_path.clone();

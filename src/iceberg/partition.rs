@@ -101,9 +101,7 @@ impl Partitioner {
         let mut fields = Vec::new();
         let mut sort_fields = Vec::new();
         for f in spec {
-            let index = schema
-                .index_of(&f.column)
-                .map_err(|_| CompactError::InvalidOptions(format!("'partitionBy' names column '{}', which the inputs do not have", f.column)))?;
+            let index = crate::unify::option_column(schema, "partitionBy", &f.column)?;
             let dt = schema.field(index).data_type();
             let out = output_type(dt, f.transform).ok_or_else(|| {
                 CompactError::InvalidOptions(format!("'partitionBy': transform {:?} does not apply to column '{}' of type {dt}", f.transform, f.column))
