@@ -20,6 +20,7 @@ pub mod group;
 pub mod guard;
 pub mod heap;
 pub mod iceberg;
+pub mod kmerge;
 pub mod merge;
 #[cfg_attr(test, allow(dead_code))]
 mod node;

@@ -14,20 +14,18 @@
 //! next output batch (⅛ batchBytes, and the batches they are picked from). A run's reader is
 //! opened when the merge reaches its first key and dropped after its last row.
 
-use crate::error::{CompactError, Result};
+use crate::error::Result;
 use crate::group::TupleGroup;
 use crate::iceberg::deletes::DeleteIndex;
 use crate::plan::Plan;
 use crate::budget::ReadLimits;
-use crate::error::check_cancel;
 use crate::read::{RowFilters, Segment, SegmentReader};
-use crate::gather::interleave;
-use crate::sort::{sift_down, OrderCheck, SegmentKeys};
+use crate::dictionary::plain_size;
+use crate::kmerge;
+use crate::sort::{OrderCheck, SegmentKeys};
 use arrow_array::RecordBatch;
-use arrow_row::{OwnedRow, Rows};
+use arrow_row::OwnedRow;
 use roaring::RoaringTreemap;
-use std::cmp::Ordering;
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 
 use crate::read::Batch;
@@ -93,21 +91,9 @@ pub fn plan_merge(plan: &Plan, group: &TupleGroup, keys: &[SegmentKeys], batch_b
     (peak <= (batch_bytes as u64).saturating_mul(3) / 2).then_some(MergePlan { runs, max_open, peak_reader_bytes: peak })
 }
 
-/// A run being merged: its reader and current batch.
-struct Cursor<'a, 'f> {
-    reader: SegmentReader<'a, 'f>,
-    chunk: RecordBatch,
-    keys: Rows,
-    pos: usize,
-    /// Index of `chunk` in the merge's `sources`.
-    slot: usize,
-    decoded_per_row: f64,
-    input_per_row: f64,
-}
-
 /// Streams the rows of `merge`'s runs, in order, to `sink` in batches of about ⅛ `batch_bytes`
-/// decoded bytes and at most `batch_rows` rows; `deletes` and `duplicates` as the read stage
-/// applies them.
+/// decoded bytes and at most `batch_rows` rows (`kmerge`); `deletes` and `duplicates` as the
+/// read stage applies them.
 #[allow(clippy::too_many_arguments)]
 pub fn merge_runs(
     plan: &Plan,
@@ -122,118 +108,52 @@ pub fn merge_runs(
 ) -> Result<()> {
     let runs = &merge.runs;
     let limits = ReadLimits::new(batch_rows, (batch_bytes / 4 / merge.max_open.max(1)).max(1), batch_bytes);
-    let out_bytes = (batch_bytes / 8).max(1) as f64;
-    let batch_rows = batch_rows.max(1);
-    let mut cursors: Vec<Option<Cursor>> = (0..runs.len()).map(|_| None).collect();
-    // Runs not yet opened, by first key (ties in run order).
-    let mut pending: Vec<usize> = (0..runs.len()).collect();
-    pending.sort_by(|&a, &b| runs[a].first.row().cmp(&runs[b].first.row()).then(a.cmp(&b)));
-    let mut pending: VecDeque<usize> = pending.into();
-    let less = |cursors: &[Option<Cursor>], a: usize, b: usize| match (&cursors[a], &cursors[b]) {
-        (Some(x), Some(y)) => match x.keys.row(x.pos).cmp(&y.keys.row(y.pos)) {
-            Ordering::Equal => a < b,
-            o => o == Ordering::Less,
-        },
-        _ => a < b,
+    let firsts: Vec<Option<OwnedRow>> = runs.iter().map(|r| Some(r.first.clone())).collect();
+    let open = |r: usize| -> Result<InputRun<'_, '_>> {
+        let filters = RowFilters { deletes, duplicates, ..RowFilters::default() };
+        Ok(InputRun { reader: SegmentReader::new(plan, &runs[r].segments, None, &limits, cancel, filters), order, trailing: 0 })
     };
-    let mut heap: Vec<usize> = Vec::new();
-    let mut sources: Vec<RecordBatch> = Vec::new();
-    let mut picked: Vec<(usize, usize)> = Vec::new();
-    let (mut picked_bytes, mut picked_input, mut deleted, mut retired) = (0.0f64, 0.0f64, 0u64, 0.0f64);
-    loop {
-        check_cancel(cancel)?;
-        // Open every run that starts at or before the smallest key: nothing in a run not yet
-        // open can come before the row emitted next.
-        while let Some(&r) = pending.front() {
-            let due = match heap.first().and_then(|&top| cursors[top].as_ref()) {
-                None => true,
-                Some(top) => runs[r].first.row() <= top.keys.row(top.pos),
-            };
-            if !due {
-                break;
-            }
-            pending.pop_front();
-            let filters = RowFilters { deletes, duplicates, ..RowFilters::default() };
-            let mut reader = SegmentReader::new(plan, &runs[r].segments, None, &limits, cancel, filters);
-            if let Some((chunk, keys, d, i)) = next_cursor(&mut reader, order, &mut deleted)? {
-                sources.push(chunk.clone());
-                cursors[r] = Some(Cursor { reader, chunk, keys, pos: 0, slot: sources.len() - 1, decoded_per_row: d, input_per_row: i });
-                heap.push(r);
-                sift_up(&mut heap, |a, b| less(&cursors, a, b));
-            }
-        }
-        let Some(&top) = heap.first() else { break };
-        let Some(c) = cursors[top].as_mut() else { return Err(CompactError::Internal("merge cursor missing".into())) };
-        picked.push((c.slot, c.pos));
-        picked_bytes += c.decoded_per_row;
-        picked_input += c.input_per_row;
-        c.pos += 1;
-        if c.pos == c.chunk.num_rows() {
-            retired += c.decoded_per_row * c.chunk.num_rows() as f64;
-            match next_cursor(&mut c.reader, order, &mut deleted)? {
-                Some((chunk, keys, d, i)) => {
-                    c.slot = sources.len();
-                    sources.push(chunk.clone());
-                    (c.chunk, c.keys, c.pos, c.decoded_per_row, c.input_per_row) = (chunk, keys, 0, d, i);
-                }
-                None => {
-                    // The run is done: its reader (and pages) go now.
-                    cursors[top] = None;
-                    let last = heap.len() - 1;
-                    heap.swap(0, last);
-                    heap.pop();
-                }
-            }
-        }
-        sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
-        let full = picked.len() >= batch_rows || picked_bytes >= out_bytes || retired >= out_bytes;
-        if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {
-            let refs: Vec<&RecordBatch> = sources.iter().collect();
-            let batch = interleave(&refs, &picked)?;
-            sink(Batch { batch, decoded_bytes: picked_bytes as usize, input_bytes: picked_input, deleted, positions: Vec::new() })?;
-            picked.clear();
-            (picked_bytes, picked_input, deleted, retired) = (0.0, 0.0, 0, 0.0);
-            // Keep only the batches cursors still read from.
-            sources.clear();
-            for &i in &heap {
-                if let Some(c) = cursors[i].as_mut() {
-                    c.slot = sources.len();
-                    sources.push(c.chunk.clone());
-                }
-            }
-        }
-    }
-    if deleted > 0 {
-        // Rows equality deletes removed after the last row was picked.
-        sink(Batch { batch: RecordBatch::new_empty(plan.arrow_schema.clone()), decoded_bytes: 0, input_bytes: 0.0, deleted, positions: Vec::new() })?;
-    }
-    Ok(())
+    let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1) };
+    let empty = || RecordBatch::new_empty(plan.arrow_schema.clone());
+    kmerge::merge(&firsts, open, out, empty, cancel, |m| {
+        sink(Batch { batch: m.batch, decoded_bytes: m.decoded_bytes, input_bytes: m.input_bytes, deleted: m.deleted, positions: Vec::new() })
+    })
 }
 
-/// The next non-empty batch of a run with its keys and per-row decoded and input bytes
-/// (adding the rows equality deletes removed meanwhile to `deleted`); `None` at its end.
-fn next_cursor(reader: &mut SegmentReader, order: &OrderCheck, deleted: &mut u64) -> Result<Option<(RecordBatch, Rows, f64, f64)>> {
-    while let Some((_, b)) = reader.next_batch()? {
-        *deleted += b.deleted;
-        let n = b.batch.num_rows();
-        if n == 0 {
-            continue;
-        }
-        let keys = order.keys(&b.batch)?;
-        return Ok(Some((b.batch, keys, b.decoded_bytes as f64 / n as f64, b.input_bytes / n as f64)));
-    }
-    Ok(None)
+/// A run of the inputs as the merge reads it: its row groups, decoded in order.
+struct InputRun<'a, 'f> {
+    reader: SegmentReader<'a, 'f>,
+    order: &'a OrderCheck,
+    /// Rows equality deletes removed after the run's last row.
+    trailing: u64,
 }
 
-/// Restores the heap property after a push, for a min-heap ordered by `less`.
-fn sift_up(heap: &mut [usize], less: impl Fn(usize, usize) -> bool) {
-    let mut i = heap.len().saturating_sub(1);
-    while i > 0 {
-        let parent = (i - 1) / 2;
-        if !less(heap[i], heap[parent]) {
-            return;
+impl kmerge::RunSource for InputRun<'_, '_> {
+    /// The next non-empty batch with its keys (counting the rows equality deletes removed
+    /// meanwhile).
+    fn next_chunk(&mut self) -> Result<Option<kmerge::Chunk>> {
+        let mut deleted = 0;
+        while let Some((_, b)) = self.reader.next_batch()? {
+            deleted += b.deleted;
+            let n = b.batch.num_rows();
+            if n == 0 {
+                continue;
+            }
+            let rows = n as f64;
+            return Ok(Some(kmerge::Chunk {
+                keys: self.order.keys(&b.batch)?,
+                held_per_row: b.decoded_bytes as f64 / rows,
+                expanded_per_row: plain_size(&b.batch) as f64 / rows,
+                input_per_row: b.input_bytes / rows,
+                deleted,
+                batch: b.batch,
+            }));
         }
-        heap.swap(i, parent);
-        i = parent;
+        self.trailing += deleted;
+        Ok(None)
+    }
+
+    fn trailing_deleted(&mut self) -> u64 {
+        std::mem::take(&mut self.trailing)
     }
 }

@@ -21,6 +21,7 @@
 use crate::dictionary::{plain_size, size_without_dictionary_values};
 use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
+use crate::kmerge;
 use crate::options::SortKey;
 use crate::plan::Plan;
 use crate::budget::decoded_size;
@@ -31,7 +32,6 @@ use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType, SchemaRef, SortOptions};
 use parquet::file::metadata::SortingColumn;
-use std::cmp::Ordering;
 use std::sync::atomic::AtomicBool;
 
 /// Chunks of a spilled run are this fraction of `batchBytes`, so a merge can hold one chunk
@@ -354,88 +354,14 @@ impl<'a> Sorter<'a> {
         self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
     }
 
-    /// K-way merge of sorted runs into `out`, in batches of about `out_bytes` decoded bytes
-    /// and at most `batchRows` rows; `out` gets each batch with its decoded size.
-    ///
-    /// The chunks' dictionary values are held by the run readers (counted there), so a batch
-    /// is measured by what it holds besides: its rows' other bytes and the dictionary values
-    /// it gathers. The first batch is cut on its rows' expanded size; each next one gets as
-    /// many rows as the last one's measured size says fit (at most twice as many).
+    /// K-way merge of sorted runs into `out` (`kmerge`), in batches of about `out_bytes`
+    /// decoded bytes and at most `batchRows` rows; `out` gets each batch with its decoded size.
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
-        let mut cursors: Vec<Cursor> = Vec::with_capacity(runs.len());
-        // Chunks rows are picked from: every cursor's current chunk, plus chunks already
-        // consumed whose rows wait in `picked`.
-        let mut sources: Vec<RecordBatch> = Vec::new();
-        for run in runs {
-            let mut reader = run.open()?;
-            if let Some(chunk) = reader.next_chunk()? {
-                let cursor = Cursor::new(self, reader, chunk, sources.len())?;
-                sources.push(cursor.chunk.clone());
-                cursors.push(cursor);
-            }
-        }
-        let less = |cursors: &[Cursor], a: usize, b: usize| {
-            let (x, y) = (&cursors[a], &cursors[b]);
-            match x.keys.row(x.pos).cmp(&y.keys.row(y.pos)) {
-                Ordering::Equal => a < b,
-                o => o == Ordering::Less,
-            }
-        };
-        let mut heap: Vec<usize> = (0..cursors.len()).collect();
-        for i in (0..heap.len() / 2).rev() {
-            sift_down(&mut heap, i, |a, b| less(&cursors, a, b));
-        }
-        let mut picked: Vec<(usize, usize)> = Vec::new();
-        let (mut picked_bytes, mut picked_expanded, mut retired_bytes) = (0.0, 0.0, 0usize);
-        let mut max_rows: Option<usize> = None;
-        while let Some(&top) = heap.first() {
-            let c = &mut cursors[top];
-            picked.push((c.slot, c.pos));
-            picked_bytes += c.per_row;
-            picked_expanded += c.expanded_per_row;
-            c.pos += 1;
-            if c.pos == c.chunk.num_rows() {
-                retired_bytes += c.bytes;
-                match c.reader.next_chunk()? {
-                    Some(chunk) => {
-                        check_cancel(self.cancel)?;
-                        let keys = self.convert(&chunk)?;
-                        c.reset(chunk, keys, sources.len());
-                        sources.push(c.chunk.clone());
-                    }
-                    None => {
-                        let last = heap.len() - 1;
-                        heap.swap(0, last);
-                        heap.pop();
-                    }
-                }
-            }
-            sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
-            let enough = match max_rows {
-                Some(n) => picked.len() >= n,
-                None => picked_expanded >= out_bytes as f64,
-            };
-            let full = enough || picked.len() >= self.batch_rows || picked_bytes >= out_bytes as f64 || retired_bytes >= self.budget / OUTPUT_SHARE;
-            if full || heap.is_empty() {
-                let refs: Vec<&RecordBatch> = sources.iter().collect();
-                let batch = interleave(&refs, &picked)?;
-                let size = decoded_size(&batch);
-                let n = picked.len();
-                max_rows = Some(((n as f64 * out_bytes as f64 / size.max(1) as f64) as usize).clamp(1, n.saturating_mul(2)));
-                out(batch, size)?;
-                picked.clear();
-                picked_bytes = 0.0;
-                picked_expanded = 0.0;
-                retired_bytes = 0;
-                // Keep only the chunks cursors still read from.
-                sources.clear();
-                for &i in &heap {
-                    cursors[i].slot = sources.len();
-                    sources.push(cursors[i].chunk.clone());
-                }
-            }
-        }
-        Ok(())
+        let firsts: Vec<Option<arrow_row::OwnedRow>> = runs.iter().map(|_| None).collect();
+        let open = |r: usize| -> Result<Spilled<'_>> { Ok(Spilled { reader: runs[r].open()?, sorter: self }) };
+        let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes };
+        let empty = || RecordBatch::new_empty(self.schema.clone());
+        kmerge::merge(&firsts, open, limits, empty, self.cancel, |m| if m.batch.num_rows() > 0 { out(m.batch, m.decoded_bytes) } else { Ok(()) })
     }
 }
 
@@ -521,60 +447,24 @@ impl SortJob {
     }
 }
 
-/// A run being merged: its current chunk, that chunk's keys, and the next row.
-struct Cursor {
+/// A spilled run as the merge reads it.
+struct Spilled<'s> {
     reader: RunReader,
-    chunk: RecordBatch,
-    keys: Rows,
-    pos: usize,
-    /// Index of `chunk` in the merge's `sources`.
-    slot: usize,
-    /// The chunk's decoded bytes but its dictionaries' values (the run's, held by the reader),
-    /// and per row; its rows' expanded size.
-    bytes: usize,
-    per_row: f64,
-    expanded_per_row: f64,
+    sorter: &'s Sorter<'s>,
 }
 
-impl Cursor {
-    fn new(sorter: &Sorter, reader: RunReader, chunk: RecordBatch, slot: usize) -> Result<Self> {
-        let keys = sorter.convert(&chunk)?;
-        let mut cursor = Cursor { reader, chunk: chunk.clone(), keys, pos: 0, slot, bytes: 0, per_row: 0.0, expanded_per_row: 0.0 };
-        cursor.measure();
-        Ok(cursor)
-    }
-
-    fn measure(&mut self) {
-        let rows = self.chunk.num_rows().max(1) as f64;
-        self.bytes = size_without_dictionary_values(&self.chunk);
-        self.per_row = self.bytes as f64 / rows;
-        self.expanded_per_row = plain_size(&self.chunk) as f64 / rows;
-    }
-
-    fn reset(&mut self, chunk: RecordBatch, keys: Rows, slot: usize) {
-        self.chunk = chunk;
-        self.measure();
-        self.keys = keys;
-        self.pos = 0;
-        self.slot = slot;
-    }
-}
-
-/// Restores the heap property below `i` for a min-heap ordered by `less`.
-pub(crate) fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
-    loop {
-        let (l, r) = (2 * i + 1, 2 * i + 2);
-        let mut smallest = i;
-        if l < heap.len() && less(heap[l], heap[smallest]) {
-            smallest = l;
-        }
-        if r < heap.len() && less(heap[r], heap[smallest]) {
-            smallest = r;
-        }
-        if smallest == i {
-            return;
-        }
-        heap.swap(i, smallest);
-        i = smallest;
+impl kmerge::RunSource for Spilled<'_> {
+    fn next_chunk(&mut self) -> Result<Option<kmerge::Chunk>> {
+        let Some(batch) = self.reader.next_chunk()? else { return Ok(None) };
+        let rows = batch.num_rows().max(1) as f64;
+        Ok(Some(kmerge::Chunk {
+            keys: self.sorter.convert(&batch)?,
+            // (its run's shared dictionaries are counted once per run, in the fan-in)
+            held_per_row: size_without_dictionary_values(&batch) as f64 / rows,
+            expanded_per_row: plain_size(&batch) as f64 / rows,
+            input_per_row: 0.0,
+            deleted: 0,
+            batch,
+        }))
     }
 }

@@ -1,0 +1,220 @@
+//! K-way merge: rows of sorted runs, in key order, gathered into output batches — the one
+//! merge behind both the merge of spilled runs (`sort`) and the merge straight from the inputs
+//! (`merge`); they differ only in where a run's chunks come from (`RunSource`).
+//!
+//! A run is opened when the merge reaches its first key (a run whose first key is not known is
+//! opened at the start) and dropped after its last row. Equal keys come from the earlier run
+//! first, so a merge of runs in arrival order is stable.
+//!
+//! Memory: one chunk per open run (the sources bound it), the rows picked for the next output
+//! batch and the chunks they come from: at most `out_bytes` of chunks retired since the last
+//! batch. A batch is measured by what it holds besides the runs' shared dictionaries (which the
+//! run sources hold): the first is cut on its rows' expanded size, each next one gets as many
+//! rows as the last one's measured size says fit in `out_bytes` (at most twice as many).
+
+use crate::budget::decoded_size;
+use crate::error::{check_cancel, CompactError, Result};
+use crate::gather::interleave;
+use arrow_array::RecordBatch;
+use arrow_row::{OwnedRow, Rows};
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+
+/// One chunk of a run, with its sort keys and what its rows account for.
+pub struct Chunk {
+    pub batch: RecordBatch,
+    pub keys: Rows,
+    /// Bytes per row the chunk holds (its run's shared dictionaries not counted), and per row
+    /// expanded (dictionaries as values).
+    pub held_per_row: f64,
+    pub expanded_per_row: f64,
+    /// Input bytes per row, and rows deleted (by equality deletes) before this chunk's.
+    pub input_per_row: f64,
+    pub deleted: u64,
+}
+
+/// Where a run's chunks come from.
+pub trait RunSource {
+    /// The run's next non-empty chunk; `None` at its end.
+    fn next_chunk(&mut self) -> Result<Option<Chunk>>;
+
+    /// Rows deleted after the run's last chunk (asked once `next_chunk` gave `None`).
+    fn trailing_deleted(&mut self) -> u64 {
+        0
+    }
+}
+
+/// An output batch: its rows, their decoded size as measured, input bytes and rows deleted
+/// among them.
+pub struct Merged {
+    pub batch: RecordBatch,
+    pub decoded_bytes: usize,
+    pub input_bytes: f64,
+    pub deleted: u64,
+}
+
+/// The sizes of output batches.
+pub struct Limits {
+    pub batch_rows: usize,
+    pub out_bytes: usize,
+}
+
+struct Cursor<S> {
+    source: S,
+    chunk: Chunk,
+    pos: usize,
+    /// Index of the chunk in the merge's `sources`.
+    slot: usize,
+}
+
+/// Merges runs `0..firsts.len()` (`firsts[r]`: run r's first key, if known; `open(r)` opens
+/// it) into `out`. Rows deleted after the last row was picked come as a final empty batch.
+pub fn merge<S: RunSource>(
+    firsts: &[Option<OwnedRow>],
+    mut open: impl FnMut(usize) -> Result<S>,
+    limits: Limits,
+    empty: impl Fn() -> RecordBatch,
+    cancel: &AtomicBool,
+    mut out: impl FnMut(Merged) -> Result<()>,
+) -> Result<()> {
+    let (batch_rows, out_bytes) = (limits.batch_rows.max(1), limits.out_bytes.max(1) as f64);
+    let mut cursors: Vec<Option<Cursor<S>>> = (0..firsts.len()).map(|_| None).collect();
+    // Runs not yet opened: those without a first key at once, the others by first key (ties
+    // in run order).
+    let mut pending: Vec<usize> = (0..firsts.len()).collect();
+    pending.sort_by(|&a, &b| match (&firsts[a], &firsts[b]) {
+        (Some(x), Some(y)) => x.row().cmp(&y.row()).then(a.cmp(&b)),
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (None, None) => a.cmp(&b),
+    });
+    let mut pending: VecDeque<usize> = pending.into();
+    let less = |cursors: &[Option<Cursor<S>>], a: usize, b: usize| match (&cursors[a], &cursors[b]) {
+        (Some(x), Some(y)) => match x.chunk.keys.row(x.pos).cmp(&y.chunk.keys.row(y.pos)) {
+            Ordering::Equal => a < b,
+            o => o == Ordering::Less,
+        },
+        _ => a < b,
+    };
+    let mut heap: Vec<usize> = Vec::new();
+    // Chunks rows are picked from: every cursor's current chunk, plus chunks already consumed
+    // whose rows wait in `picked`.
+    let mut sources: Vec<RecordBatch> = Vec::new();
+    let mut picked: Vec<(usize, usize)> = Vec::new();
+    let (mut held, mut expanded, mut input, mut retired, mut deleted) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0u64);
+    let mut max_rows: Option<usize> = None;
+    loop {
+        check_cancel(cancel)?;
+        // Open every run that starts at or before the smallest key: nothing in a run not yet
+        // open can come before the row picked next.
+        while let Some(&r) = pending.front() {
+            let due = match (&firsts[r], heap.first().and_then(|&top| cursors[top].as_ref())) {
+                (None, _) | (_, None) => true,
+                (Some(first), Some(top)) => first.row() <= top.chunk.keys.row(top.pos),
+            };
+            if !due {
+                break;
+            }
+            pending.pop_front();
+            let mut source = open(r)?;
+            match source.next_chunk()? {
+                Some(chunk) => {
+                    deleted += chunk.deleted;
+                    sources.push(chunk.batch.clone());
+                    cursors[r] = Some(Cursor { source, chunk, pos: 0, slot: sources.len() - 1 });
+                    heap.push(r);
+                    sift_up(&mut heap, |a, b| less(&cursors, a, b));
+                }
+                None => deleted += source.trailing_deleted(),
+            }
+        }
+        let Some(&top) = heap.first() else { break };
+        let Some(c) = cursors[top].as_mut() else { return Err(CompactError::Internal("merge cursor missing".into())) };
+        picked.push((c.slot, c.pos));
+        held += c.chunk.held_per_row;
+        expanded += c.chunk.expanded_per_row;
+        input += c.chunk.input_per_row;
+        c.pos += 1;
+        if c.pos == c.chunk.batch.num_rows() {
+            retired += c.chunk.held_per_row * c.chunk.batch.num_rows() as f64;
+            match c.source.next_chunk()? {
+                Some(chunk) => {
+                    deleted += chunk.deleted;
+                    c.slot = sources.len();
+                    sources.push(chunk.batch.clone());
+                    c.chunk = chunk;
+                    c.pos = 0;
+                }
+                None => {
+                    // The run is done: its source (a reader, its pages) goes now.
+                    deleted += c.source.trailing_deleted();
+                    cursors[top] = None;
+                    let last = heap.len() - 1;
+                    heap.swap(0, last);
+                    heap.pop();
+                }
+            }
+        }
+        sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
+        let enough = match max_rows {
+            Some(n) => picked.len() >= n,
+            None => expanded >= out_bytes,
+        };
+        let full = enough || picked.len() >= batch_rows || held >= out_bytes || retired >= out_bytes;
+        if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {
+            let refs: Vec<&RecordBatch> = sources.iter().collect();
+            let batch = interleave(&refs, &picked)?;
+            let size = decoded_size(&batch);
+            let n = picked.len();
+            max_rows = Some(((n as f64 * out_bytes / size.max(1) as f64) as usize).clamp(1, n.saturating_mul(2)));
+            out(Merged { batch, decoded_bytes: size, input_bytes: input, deleted })?;
+            picked.clear();
+            (held, expanded, input, retired, deleted) = (0.0, 0.0, 0.0, 0.0, 0);
+            // Keep only the chunks cursors still read from.
+            sources.clear();
+            for &i in &heap {
+                if let Some(c) = cursors[i].as_mut() {
+                    c.slot = sources.len();
+                    sources.push(c.chunk.batch.clone());
+                }
+            }
+        }
+    }
+    if deleted > 0 {
+        out(Merged { batch: empty(), decoded_bytes: 0, input_bytes: 0.0, deleted })?;
+    }
+    Ok(())
+}
+
+/// Restores the heap property below `i` for a min-heap ordered by `less`.
+fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
+    loop {
+        let (l, r) = (2 * i + 1, 2 * i + 2);
+        let mut smallest = i;
+        if l < heap.len() && less(heap[l], heap[smallest]) {
+            smallest = l;
+        }
+        if r < heap.len() && less(heap[r], heap[smallest]) {
+            smallest = r;
+        }
+        if smallest == i {
+            return;
+        }
+        heap.swap(i, smallest);
+        i = smallest;
+    }
+}
+
+/// Restores the heap property after a push, for a min-heap ordered by `less`.
+fn sift_up(heap: &mut [usize], less: impl Fn(usize, usize) -> bool) {
+    let mut i = heap.len().saturating_sub(1);
+    while i > 0 {
+        let parent = (i - 1) / 2;
+        if !less(heap[i], heap[parent]) {
+            return;
+        }
+        heap.swap(i, parent);
+        i = parent;
+    }
+}
