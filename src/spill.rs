@@ -1,18 +1,20 @@
 //! Spill: sorted runs that do not fit the heap bound go to temporary Arrow IPC stream files
-//! (LZ4-compressed buffers) under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`,
+//! (each file one LZ4 frame stream, in 256 KiB blocks: the buffers of a chunk are a few KB
+//! each, too small to compress one by one) under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`,
 //! created exclusively. A run file is removed when its `Run` is dropped — after it has been
 //! merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
 //!
-//! Memory: a run being written holds one chunk (encoded and compressed) and a write buffer;
-//! a run being read holds one decoded chunk and a read buffer.
+//! Memory: a run being written holds one chunk (encoded), an LZ4 block and a write buffer;
+//! a run being read holds one decoded chunk, an LZ4 block and a read buffer (256 KiB blocks,
+//! 64 KiB buffers).
 
 use crate::error::{CompactError, Result};
 use crate::dirs::CreatedDirs;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
-use arrow_ipc::CompressionType;
+use lz4_flex::frame::{BlockSize, FrameDecoder, FrameEncoder, FrameInfo};
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter};
@@ -60,11 +62,8 @@ impl SpillDir {
             }
         };
         let guard = SpillFile { path };
-        let options = IpcWriteOptions::default()
-            .try_with_compression(Some(CompressionType::LZ4_FRAME))
-            .map_err(|e| CompactError::Internal(format!("spill options: {e}")))?;
-        let writer = StreamWriter::try_new_with_options(BufWriter::with_capacity(1 << 20, file), schema, options)
-            .map_err(|e| ipc_error(&guard.path, e))?;
+        let stream = FrameEncoder::with_frame_info(FrameInfo::new().block_size(BlockSize::Max256KB), BufWriter::with_capacity(1 << 16, file));
+        let writer = StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0 })
     }
@@ -89,7 +88,7 @@ impl Drop for SpillFile {
 
 pub struct RunWriter {
     file: SpillFile,
-    writer: StreamWriter<BufWriter<File>>,
+    writer: StreamWriter<FrameEncoder<BufWriter<File>>>,
     rows: u64,
     max_chunk_bytes: usize,
     /// Bytes of the dictionaries all chunks of the run share.
@@ -108,7 +107,11 @@ impl RunWriter {
     /// Closes the run file; the caller counts its `bytes` as spilled.
     pub fn finish(mut self) -> Result<Run> {
         self.writer.finish().map_err(|e| ipc_error(&self.file.path, e))?;
-        let buffered = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
+        let stream = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
+        let buffered = stream.finish().map_err(|e| match e {
+            lz4_flex::frame::Error::IoError(io) => CompactError::io(&self.file.path, &io),
+            other => CompactError::io_msg(&self.file.path, format!("spill file: {other}")),
+        })?;
         let file = buffered.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Run { bytes, file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes, dictionary_bytes: self.dictionary_bytes })
@@ -130,13 +133,13 @@ pub struct Run {
 impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let reader = StreamReader::try_new(BufReader::with_capacity(1 << 16, file), None).map_err(|e| ipc_error(&self.file.path, e))?;
+        let reader = StreamReader::try_new(FrameDecoder::new(BufReader::with_capacity(1 << 16, file)), None).map_err(|e| ipc_error(&self.file.path, e))?;
         Ok(RunReader { reader, path: self.file.path.clone() })
     }
 }
 
 pub struct RunReader {
-    reader: StreamReader<BufReader<File>>,
+    reader: StreamReader<FrameDecoder<BufReader<File>>>,
     path: PathBuf,
 }
 
