@@ -8,9 +8,11 @@
 //!
 //! Memory: one chunk per open run (the sources bound it), the rows picked for the next output
 //! batch and the chunks they come from: at most `out_bytes` of chunks retired since the last
-//! batch. A batch is measured by what it holds besides the runs' shared dictionaries (which the
-//! run sources hold): the first is cut on its rows' expanded size, each next one gets as many
-//! rows as the last one's measured size says fit in `out_bytes` (at most twice as many).
+//! batch, each cut when its rows hold `out_bytes`. With `Limits::measured` (runs whose chunks
+//! share dictionaries the run sources hold, so that a row's own bytes say little about the
+//! dictionary values a batch gathers from many runs) batches are measured instead: the first
+//! is cut on its rows' expanded size, each next one gets as many rows as the last one's
+//! measured size says fit in `out_bytes` (at most twice as many).
 
 use crate::budget::decoded_size;
 use crate::error::{check_cancel, CompactError, Result};
@@ -58,6 +60,8 @@ pub struct Merged {
 pub struct Limits {
     pub batch_rows: usize,
     pub out_bytes: usize,
+    /// Size batches by measuring them (see the module doc).
+    pub measured: bool,
 }
 
 struct Cursor<S> {
@@ -157,9 +161,10 @@ pub fn merge<S: RunSource>(
             }
         }
         sift_down(&mut heap, 0, |a, b| less(&cursors, a, b));
-        let enough = match max_rows {
-            Some(n) => picked.len() >= n,
-            None => expanded >= out_bytes,
+        let enough = match (limits.measured, max_rows) {
+            (false, _) => false,
+            (true, Some(n)) => picked.len() >= n,
+            (true, None) => expanded >= out_bytes,
         };
         let full = enough || picked.len() >= batch_rows || held >= out_bytes || retired >= out_bytes;
         if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {

@@ -20,7 +20,6 @@ use crate::iceberg::deletes::DeleteIndex;
 use crate::plan::Plan;
 use crate::budget::ReadLimits;
 use crate::read::{RowFilters, Segment, SegmentReader};
-use crate::dictionary::plain_size;
 use crate::kmerge;
 use crate::sort::{OrderCheck, SegmentKeys};
 use arrow_array::RecordBatch;
@@ -113,7 +112,7 @@ pub fn merge_runs(
         let filters = RowFilters { deletes, duplicates, ..RowFilters::default() };
         Ok(InputRun { reader: SegmentReader::new(plan, &runs[r].segments, None, &limits, cancel, filters), order, trailing: 0 })
     };
-    let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1) };
+    let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1), measured: false };
     let empty = || RecordBatch::new_empty(plan.arrow_schema.clone());
     kmerge::merge(&firsts, open, out, empty, cancel, |m| {
         sink(Batch { batch: m.batch, decoded_bytes: m.decoded_bytes, input_bytes: m.input_bytes, deleted: m.deleted, positions: Vec::new() })
@@ -143,7 +142,8 @@ impl kmerge::RunSource for InputRun<'_, '_> {
             return Ok(Some(kmerge::Chunk {
                 keys: self.order.keys(&b.batch)?,
                 held_per_row: b.decoded_bytes as f64 / rows,
-                expanded_per_row: plain_size(&b.batch) as f64 / rows,
+                // (not used: these batches are cut on what they hold)
+                expanded_per_row: b.decoded_bytes as f64 / rows,
                 input_per_row: b.input_bytes / rows,
                 deleted,
                 batch: b.batch,

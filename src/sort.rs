@@ -359,7 +359,7 @@ impl<'a> Sorter<'a> {
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
         let firsts: Vec<Option<arrow_row::OwnedRow>> = runs.iter().map(|_| None).collect();
         let open = |r: usize| -> Result<Spilled<'_>> { Ok(Spilled { reader: runs[r].open()?, sorter: self }) };
-        let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes };
+        let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
         kmerge::merge(&firsts, open, limits, empty, self.cancel, |m| if m.batch.num_rows() > 0 { out(m.batch, m.decoded_bytes) } else { Ok(()) })
     }
