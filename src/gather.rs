@@ -96,8 +96,8 @@ fn share_column(arrays: Vec<ArrayRef>, room: &mut usize) -> Result<Vec<ArrayRef>
 }
 
 /// One values array holding each value the `arrays`' keys reference once, and per array the
-/// new index of each of its dictionary's values — or `None` if it would not pay (no fewer
-/// entries than the rows) or not fit `room`.
+/// new index of each of its dictionary's values — or `None` if it would not pay (more entries
+/// than half the rows), would not fit `room`, or a key refers to a null value.
 fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Option<(ArrayRef, Vec<Vec<i32>>)> {
     let dictionaries: Vec<&DictionaryArray<Int32Type>> = arrays.iter().map(|a| a.as_dictionary::<Int32Type>()).collect();
     let rows: usize = dictionaries.iter().map(|d| d.len()).sum();
@@ -118,8 +118,12 @@ fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Opti
             }
         }
         for (k, used) in referenced.into_iter().enumerate() {
-            if !used || values.is_null(k) {
+            if !used {
                 continue;
+            }
+            if values.is_null(k) {
+                // (a key to a null value: parquet-rs never decodes one; left as it is)
+                return None;
             }
             let value: &[u8] = values.value(k).as_ref();
             let next = i32::try_from(index.len()).ok()?;
