@@ -272,6 +272,17 @@ mod tests {
     }
 
     #[test]
+    fn a_dictionary_with_a_referenced_null_value_is_left_as_it_is() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
+        let column: ArrayRef = Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(vec![0, 1, 1, 0]), values).unwrap());
+        let schema = Arc::new(Schema::new(vec![Field::new("s", column.data_type().clone(), true)]));
+        let batches = vec![RecordBatch::try_new(schema.clone(), vec![column.clone()]).unwrap(), RecordBatch::try_new(schema, vec![column]).unwrap()];
+        let (after, bytes) = share(&batches, 1 << 20).unwrap();
+        assert_eq!(bytes, 0);
+        assert!(after.iter().zip(&batches).all(|(a, b)| a.column(0).to_data().ptr_eq(&b.column(0).to_data())));
+    }
+
+    #[test]
     fn gathering_keys_over_shared_dictionaries_gives_the_rows_arrow_gathers() {
         let before = inputs();
         let indices: Vec<(usize, usize)> = vec![(2, 5), (0, 1), (1, 3), (0, 2), (1, 0), (2, 4), (0, 4), (1, 5)];
