@@ -366,12 +366,7 @@ impl<'a, 'p> Writing<'a, 'p> {
                 _ => read_segments(plan, &g.segments, None, &data_limits, cancel, filters, |_, b| sink(b)),
             }
         };
-        if opts.threads > 1 {
-            read_ahead(produce, prepare, deliver)?;
-        } else {
-            let (mut prepare, mut deliver) = (prepare, deliver);
-            produce(&mut |b| deliver(prepare(b)?))?;
-        }
+        read_ahead(opts.threads > 1, produce, prepare, deliver)?;
         if let Some(s) = sorter {
             // The merge of the sorted runs runs beside encoding too, one batch ahead.
             let (last, totals) = (&mut self.last_progress, &self.totals);
@@ -384,12 +379,7 @@ impl<'a, 'p> Writing<'a, 'p> {
             };
             let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| s.finish(sink);
             let pass = |batch: Batch| Ok(Prepared { batch: Some(batch), read: 0, deleted: 0 });
-            if opts.threads > 1 {
-                read_ahead(produce, pass, deliver)?;
-            } else {
-                let mut deliver = deliver;
-                produce(&mut |b| deliver(pass(b)?))?;
-            }
+            read_ahead(opts.threads > 1, produce, pass, deliver)?;
         }
         self.totals.rows_written += writer.rows_written;
         let (files, measured) = writer.finish()?;
@@ -465,14 +455,19 @@ struct Prepared {
     deleted: u64,
 }
 
-/// Decodes (and `prepare`s) on a thread of its own, one batch ahead of `deliver` (which
-/// orders, encodes and writes on the calling thread): at most two batches are alive, the one
-/// being decoded and the one being written. The first error on either side ends both.
+/// With `ahead` (more than one thread), decodes (and `prepare`s) on a thread of its own, one
+/// batch ahead of `deliver` (which orders, encodes and writes on the calling thread): at most
+/// two batches are alive, the one being decoded and the one being written. The first error on
+/// either side ends both. Without, all three run in turn on the calling thread.
 fn read_ahead(
+    ahead: bool,
     produce: impl FnOnce(&mut dyn FnMut(Batch) -> Result<()>) -> Result<()> + Send,
     mut prepare: impl FnMut(Batch) -> Result<Prepared> + Send,
     mut deliver: impl FnMut(Prepared) -> Result<()>,
 ) -> Result<()> {
+    if !ahead {
+        return produce(&mut |b| deliver(prepare(b)?));
+    }
     std::thread::scope(|scope| {
         // A rendezvous channel: the reader hands over a batch only when the writer takes it.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared>>(0);

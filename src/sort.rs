@@ -307,7 +307,7 @@ impl<'a> Sorter<'a> {
 
     /// What sorting `buffer` takes, owned, so that it can run on a thread of its own.
     fn job(&self, buffer: Vec<RecordBatch>, writer: Option<RunWriter>) -> SortJob {
-        SortJob { buffer, writer, keys: self.keys.clone(), converter: None, schema: self.schema.clone(), sort_keys: self.sort_keys.clone(), budget: self.budget }
+        SortJob { buffer, writer, schema: self.schema.clone(), sort_keys: self.sort_keys.clone(), budget: self.budget }
     }
 
     /// Sorts the buffer and writes it out as a new run — on the spill thread when there is
@@ -379,8 +379,6 @@ impl Drop for Sorter<'_> {
 struct SortJob {
     buffer: Vec<RecordBatch>,
     writer: Option<RunWriter>,
-    keys: Vec<usize>,
-    converter: Option<RowConverter>,
     schema: SchemaRef,
     sort_keys: Vec<SortKey>,
     budget: usize,
@@ -408,14 +406,12 @@ impl SortJob {
         if buffer.is_empty() {
             return Ok(0);
         }
-        let converter = match self.converter.take() {
-            Some(c) => c,
-            None => key_converter(&self.schema, &self.sort_keys)?.1,
-        };
+        // (a converter of its own: the job may run on the spill thread)
+        let (key_columns, converter) = key_converter(&self.schema, &self.sort_keys)?;
         let keys: Vec<Rows> = buffer
             .iter()
             .map(|b| {
-                let columns: Vec<_> = self.keys.iter().map(|&i| b.column(i).clone()).collect();
+                let columns: Vec<_> = key_columns.iter().map(|(i, _)| b.column(*i).clone()).collect();
                 converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
             })
             .collect::<Result<_>>()?;
