@@ -28,8 +28,9 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Deepest schema accepted (real schemas nest a handful of levels; parquet-rs recurses per level).
 pub const MAX_SCHEMA_DEPTH: usize = 64;
@@ -57,9 +58,11 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// An input file read through the checks above.
+/// An input file read through the checks above, by positional reads on one descriptor per
+/// input (`PositionalRead`): no descriptor is duplicated and no offset is seeked per page, as
+/// reading through `std::fs::File`'s own `ChunkReader` does.
 pub struct GuardedInput {
-    file: File,
+    file: Arc<File>,
     len: u64,
     page_cap: u64,
     enabled: bool,
@@ -72,11 +75,12 @@ impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let len = file.metadata()?.len();
-        Ok(GuardedInput { file, len, page_cap, enabled: !disabled("input"), bodies: Default::default() })
+        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default() })
     }
 
+    /// Another handle on the same descriptor (positional reads share no offset).
     pub fn try_clone(&self) -> std::io::Result<Self> {
-        Ok(GuardedInput { file: self.file.try_clone()?, len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default() })
+        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default() })
     }
 
     /// Checks the footer's schema depth (see `check_footer`).
@@ -115,7 +119,7 @@ impl GuardedInput {
 
     /// Reads the page header at the reader's position and checks its sizes, then moves the
     /// reader back to the header's start (within its buffer: no new read) for parquet-rs.
-    fn check_page_header(&self, start: u64, input: &mut BufReader<File>) -> std::result::Result<(), String> {
+    fn check_page_header(&self, start: u64, input: &mut BufReader<PositionalRead>) -> std::result::Result<(), String> {
         let left = self.len.saturating_sub(start).min(MAX_PAGE_HEADER);
         let mut thrift = Thrift::new(&mut *input, left);
         let sizes = thrift.page_sizes();
@@ -146,16 +150,72 @@ impl Length for GuardedInput {
     }
 }
 
+/// A reader at an offset of a shared file, reading with `pread` (`FileExt::read_at`).
+pub struct PositionalRead {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl PositionalRead {
+    pub fn new(file: Arc<File>, pos: u64) -> Self {
+        PositionalRead { file, pos }
+    }
+}
+
+impl Read for PositionalRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = read_at(&self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for PositionalRead {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(p) => Some(p),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            std::io::SeekFrom::End(_) => None,
+        };
+        self.pos = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek outside the file"))?;
+        Ok(self.pos)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
+/// Fills `buf` from offset `at`, or fails with `UnexpectedEof`.
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(file, buf, at) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                at += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 impl ChunkReader for GuardedInput {
-    type T = BufReader<File>;
+    type T = BufReader<PositionalRead>;
 
     /// parquet-rs reads page headers through this, and the file's last 8 bytes (footer length
     /// and magic), which are too short to hold a page header claiming anything. The header is
     /// read through the same buffered handle that is handed on.
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let mut file = self.file.try_clone()?;
-        file.seek(SeekFrom::Start(start))?;
-        let mut input = BufReader::new(file);
+        let mut input = BufReader::new(PositionalRead::new(self.file.clone(), start));
         let body = self.bodies.lock().map(|b| b.contains(&start)).unwrap_or(false);
         if self.enabled && !body && start.saturating_add(8) < self.len {
             self.check_page_header(start, &mut input).map_err(ParquetError::General)?;
@@ -167,33 +227,30 @@ impl ChunkReader for GuardedInput {
         if self.enabled && start.checked_add(length as u64).is_none_or(|end| end > self.len) {
             return Err(ParquetError::EOF(format!("{length} bytes at offset {start} declared, past the end of the file ({} bytes)", self.len)));
         }
-        self.file.get_bytes(start, length)
+        let mut buffer = vec![0u8; length];
+        read_exact_at(&self.file, &mut buffer, start).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => ParquetError::EOF(format!("{length} bytes at offset {start}: the file ends before")),
+            _ => ParquetError::External(Box::new(e)),
+        })?;
+        Ok(Bytes::from(buffer))
     }
 }
 
 /// Refuses a footer whose schema nests deeper than `MAX_SCHEMA_DEPTH`. Anything it cannot make
 /// sense of is left to parquet-rs, which reports it.
-fn check_footer(file: &File, len: u64) -> std::result::Result<(), String> {
+fn check_footer(file: &Arc<File>, len: u64) -> std::result::Result<(), String> {
     if len < 12 {
         return Ok(());
     }
     let mut tail = [0u8; 8];
-    let read_at = |buf: &mut [u8], at: u64| -> std::io::Result<()> {
-        let mut f = file.try_clone()?;
-        f.seek(SeekFrom::Start(at))?;
-        f.read_exact(buf)
-    };
-    if read_at(&mut tail, len - 8).is_err() || &tail[4..] != b"PAR1" {
+    if read_exact_at(file, &mut tail, len - 8).is_err() || &tail[4..] != b"PAR1" {
         return Ok(());
     }
     let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
     if footer_len + 8 > len {
         return Ok(());
     }
-    let mut f = file.try_clone().map_err(|e| e.to_string())?;
-    if f.seek(SeekFrom::Start(len - 8 - footer_len)).is_err() {
-        return Ok(());
-    }
+    let f = PositionalRead::new(file.clone(), len - 8 - footer_len);
     let mut r = Thrift::new(BufReader::new(f.take(footer_len)), footer_len);
     match r.schema_depth() {
         Ok(depth) if depth > MAX_SCHEMA_DEPTH => Err(format!("schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} accepted")),
