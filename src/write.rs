@@ -474,9 +474,16 @@ pub(crate) fn write_error(path: &Path, e: ParquetError) -> CompactError {
     }
 }
 
-/// Writer settings: the requested codec; dictionary encoding where any input used it, with a
-/// dictionary limit as large as a row group may be so fat repeated values never fall back
-/// to plain; truncated statistics; the inputs' key-value metadata.
+/// Writer settings: the requested codec; dictionary encoding where any input used it — with a
+/// dictionary limit as large as a row group may be where every input dictionary-encoded every
+/// page (fat repeated values then never fall back to plain), else parquet-rs's default limit,
+/// so that values unique to each row, which an input's writer already let fall back to plain,
+/// do not build a dictionary as large as the row group (a copy of every value, held until
+/// the row group closes); truncated statistics; the inputs' key-value metadata.
+/// The dictionary page limit of a column some input let fall back to plain (parquet-rs's and
+/// Arrow C++'s default).
+const FALLBACK_DICTIONARY_LIMIT: usize = 1 << 20;
+
 pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec<SortingColumn>>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(opts.codec())
@@ -500,7 +507,11 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
         // dictionary.
         let nullable = plan.nullable_leaves.get(i).copied().unwrap_or(true);
         let dictionary = *used && !(opts.codec() == Compression::LZ4_RAW && nullable);
-        b = b.set_column_dictionary_enabled(plan.parquet_schema.column(i).path().clone(), dictionary);
+        let path = plan.parquet_schema.column(i).path().clone();
+        if dictionary && !plan.fully_dictionary_leaves.get(i).copied().unwrap_or(false) {
+            b = b.set_column_dictionary_page_size_limit(path.clone(), FALLBACK_DICTIONARY_LIMIT);
+        }
+        b = b.set_column_dictionary_enabled(path, dictionary);
     }
     b.build()
 }
