@@ -57,8 +57,8 @@ export interface CompactOptions {
   /**
    * Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
    * Created if missing (and removed again); run files are removed on success and failure.
-   * Runs take about the tuple's decoded size while its file system has room for 16 more runs
-   * of `batchBytes` and 1 GiB besides, and are LZ4-compressed below that.
+   * Each run file is one zstd stream: runs take about what the tuple's rows take compressed
+   * (`spill.bytes` in the result).
    */
   tmpDir?: string
   /**

@@ -154,8 +154,8 @@ pub struct CompactOptions {
     pub sort_order_id: Option<f64>,
     /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
     /// Created if missing (and removed again); run files are removed on success and failure.
-    /// Runs take about the tuple's decoded size while its file system has room for 16 more runs
-    /// of `batchBytes` and 1 GiB besides, and are LZ4-compressed below that.
+    /// Each run file is one zstd stream: runs take about what the tuple's rows take compressed
+    /// (`spill.bytes` in the result).
     pub tmp_dir: Option<String>,
     /// Iceberg partition spec: `transform` one of identity (default), year, month, day, hour,
     /// bucket[N], truncate[W]; `name` the partition field name (default Iceberg's: `date_day`

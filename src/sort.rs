@@ -289,7 +289,7 @@ impl<'a> Sorter<'a> {
             }
             // Merge the oldest runs into one, which takes their place: ties keep arrival order.
             let rest = runs.split_off(fan_in);
-            let mut writer = self.spill.create(&self.schema, self.budget as u64)?;
+            let mut writer = self.spill.create(&self.schema)?;
             self.merge(&runs, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
             let merged = writer.finish()?;
             self.spill.bytes_spilled += merged.bytes;
@@ -319,7 +319,7 @@ impl<'a> Sorter<'a> {
         check_cancel(self.cancel)?;
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
-        let writer = self.spill.create(&self.schema, self.budget as u64)?;
+        let writer = self.spill.create(&self.schema)?;
         let job = self.job(buffer, Some(writer));
         self.wait_pending()?;
         if self.background {

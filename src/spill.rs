@@ -1,26 +1,25 @@
 //! Spill: sorted runs that do not fit the heap bound go to temporary Arrow IPC stream files
-//! under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`. A run is written as it is
-//! while its file system has room for many more runs; once free space runs low, runs are
-//! compressed (each file one LZ4 frame stream in 256 KiB blocks — a chunk's buffers are a few
-//! KB each, too small to compress one by one), which writes about a third of the bytes for
-//! about a fifth more CPU in the sort. Files are created exclusively. A run file is removed
-//! when its `Run` is dropped — after it has been merged, or when the call fails, aborts or
-//! panics — and a directory created for `tmpDir` is removed again (when empty) with the
-//! `SpillDir`.
+//! under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`. Every run file is one zstd
+//! stream (level 1, a 256 KiB window): a chunk's buffers are a few KB each, too small to
+//! compress one by one, and a stream compresses the run as a whole — fat text values of their
+//! own per row shrink about as much as in the inputs' pages, so the temporary disk a sort needs
+//! stays near the partition's own size on disk, and reading runs back costs the kernel little.
+//! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
+//! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
+//! is removed again (when empty) with the `SpillDir`.
 //!
-//! Memory: a run being written holds one chunk (encoded), an LZ4 block and a write buffer;
-//! a run being read holds one decoded chunk, an LZ4 block and a read buffer (256 KiB blocks,
-//! 64 KiB buffers).
+//! Memory: a run being written holds one chunk (encoded), the encoder's window and tables
+//! (about 1 MiB at level 1) and a write buffer; a run being read holds one decoded chunk, the
+//! decoder's window (256 KiB) and a read buffer (64 KiB). `RUN_WRITE_STATE`/`RUN_READ_STATE`.
 
 use crate::error::{CompactError, Result};
 use crate::dirs::CreatedDirs;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
-use lz4_flex::frame::{BlockSize, FrameDecoder, FrameEncoder, FrameInfo};
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 
 /// Where one call's sorted runs are spilled.
@@ -52,16 +51,8 @@ impl SpillDir {
         Ok(())
     }
 
-    /// Starts a new run file (a name another process holds is skipped, never reused) for a run
-    /// of about `run_bytes`: compressed unless its file system has room for
-    /// `UNCOMPRESSED_HEADROOM` such runs and 1 GiB besides.
-    pub fn create(&mut self, schema: &SchemaRef, run_bytes: u64) -> Result<RunWriter> {
-        self.ensure_dir()?;
-        let compressed = free_bytes(&self.dir).is_none_or(|free| free < run_bytes.saturating_mul(UNCOMPRESSED_HEADROOM).saturating_add(1 << 30));
-        self.create_run(schema, compressed)
-    }
-
-    fn create_run(&mut self, schema: &SchemaRef, compressed: bool) -> Result<RunWriter> {
+    /// Starts a new run file (a name another process holds is skipped, never reused).
+    pub fn create(&mut self, schema: &SchemaRef) -> Result<RunWriter> {
         self.ensure_dir()?;
         let (file, path) = loop {
             let path = self.dir.join(format!("{}-spill-{:05}.arrow.tmp", self.prefix, self.next));
@@ -72,13 +63,9 @@ impl SpillDir {
                 Err(e) => return Err(CompactError::io(&path, &e)),
             }
         };
-        let guard = SpillFile { path, compressed };
-        let buffered = BufWriter::with_capacity(1 << 16, file);
-        let stream = if compressed {
-            Sink::Lz4(FrameEncoder::with_frame_info(FrameInfo::new().block_size(BlockSize::Max256KB), buffered))
-        } else {
-            Sink::Plain(buffered)
-        };
+        let guard = SpillFile { path };
+        let buffered = BufWriter::with_capacity(IO_BUFFER, file);
+        let stream = zstd_encoder(buffered).map_err(|e| CompactError::io(&guard.path, &e))?;
         let writer = StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0 })
@@ -91,58 +78,28 @@ impl Drop for SpillDir {
     }
 }
 
-/// Runs written uncompressed need room for this many more of them.
-const UNCOMPRESSED_HEADROOM: u64 = 16;
+/// zstd level 1: about as fast to write as LZ4 and much smaller on text.
+const SPILL_LEVEL: i32 = 1;
+/// The compression window: 2^18 = 256 KiB (what a run reader holds for it).
+const SPILL_WINDOW_LOG: u32 = 18;
+const IO_BUFFER: usize = 1 << 16;
+/// What a run writer holds besides its chunk: zstd's level-1 window and tables, and its buffers.
+pub const RUN_WRITE_STATE: usize = (1 << 20) + 2 * IO_BUFFER;
+/// What a run reader holds besides its chunk: the window, zstd's block buffer, the read buffer.
+pub const RUN_READ_STATE: usize = (1 << SPILL_WINDOW_LOG) + (128 << 10) + IO_BUFFER;
 
-/// Free bytes (for an unprivileged user) on the file system holding `dir`.
-#[cfg(unix)]
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `path` is a NUL-terminated string that outlives the call, and `stat` points to
-    // writable memory of the struct's size; it is read only when the call succeeded.
-    let stat = unsafe {
-        if libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) != 0 {
-            return None;
-        }
-        stat.assume_init()
-    };
-    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
-}
+type Sink = zstd::stream::write::Encoder<'static, BufWriter<File>>;
 
-#[cfg(not(unix))]
-fn free_bytes(_dir: &Path) -> Option<u64> {
-    None
-}
-
-/// Where a run's bytes go: the file, or an LZ4 frame stream over it.
-enum Sink {
-    Plain(BufWriter<File>),
-    Lz4(FrameEncoder<BufWriter<File>>),
-}
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Sink::Plain(w) => w.write(buf),
-            Sink::Lz4(w) => w.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(w) => w.flush(),
-            Sink::Lz4(w) => w.flush(),
-        }
-    }
+fn zstd_encoder(out: BufWriter<File>) -> std::io::Result<Sink> {
+    let mut encoder = zstd::stream::write::Encoder::new(out, SPILL_LEVEL)?;
+    encoder.window_log(SPILL_WINDOW_LOG)?;
+    encoder.include_checksum(false)?;
+    Ok(encoder)
 }
 
 /// A spill file, removed when dropped.
 struct SpillFile {
     path: PathBuf,
-    /// Written as an LZ4 frame stream.
-    compressed: bool,
 }
 
 impl Drop for SpillFile {
@@ -172,13 +129,8 @@ impl RunWriter {
     /// Closes the run file; the caller counts its `bytes` as spilled.
     pub fn finish(mut self) -> Result<Run> {
         self.writer.finish().map_err(|e| ipc_error(&self.file.path, e))?;
-        let buffered = match self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))? {
-            Sink::Plain(w) => w,
-            Sink::Lz4(w) => w.finish().map_err(|e| match e {
-                lz4_flex::frame::Error::IoError(io) => CompactError::io(&self.file.path, &io),
-                other => CompactError::io_msg(&self.file.path, format!("spill file: {other}")),
-            })?,
-        };
+        let encoder = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
+        let buffered = encoder.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let file = buffered.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Run { bytes, file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes, dictionary_bytes: self.dictionary_bytes })
@@ -200,8 +152,10 @@ pub struct Run {
 impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let buffered = BufReader::with_capacity(1 << 16, file);
-        let source: Box<dyn Read + Send> = if self.file.compressed { Box::new(FrameDecoder::new(buffered)) } else { Box::new(buffered) };
+        let buffered = BufReader::with_capacity(IO_BUFFER, file);
+        let mut decoder = zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| CompactError::io(&self.file.path, &e))?;
+        decoder.window_log_max(SPILL_WINDOW_LOG).map_err(|e| CompactError::io(&self.file.path, &e))?;
+        let source: Box<dyn Read + Send> = Box::new(decoder);
         let reader = StreamReader::try_new(source, None).map_err(|e| ipc_error(&self.file.path, e))?;
         Ok(RunReader { reader, path: self.file.path.clone() })
     }
@@ -238,7 +192,7 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn runs_read_back_as_written_compressed_or_not_and_are_removed() {
+    fn runs_read_back_as_written_compressed_and_are_removed() {
         let dir = std::env::temp_dir().join(format!("gencompact-spill-unit-{}", std::process::id()));
         let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
         let chunks: Vec<RecordBatch> = (0..5)
@@ -251,8 +205,9 @@ mod tests {
         let mut spill = SpillDir::new(&dir, "t");
         let mut sizes = Vec::new();
         let mut paths = Vec::new();
-        for compressed in [false, true] {
-            let mut w = spill.create_run(&schema, compressed).unwrap();
+        let plain: usize = chunks.iter().map(|c| c.get_array_memory_size()).sum();
+        for _ in 0..2 {
+            let mut w = spill.create(&schema).unwrap();
             for c in &chunks {
                 w.write(c, 0).unwrap();
             }
@@ -265,20 +220,13 @@ mod tests {
             while let Some(c) = r.next_chunk().unwrap() {
                 back.push(c);
             }
-            assert_eq!(back, chunks, "compressed: {compressed}");
+            assert_eq!(back, chunks);
             drop(r);
             drop(run);
         }
-        assert!(sizes[1] * 2 < sizes[0], "LZ4 stream {} bytes vs plain {}", sizes[1], sizes[0]);
+        assert!(sizes.iter().all(|s| (*s as usize) * 4 < plain), "zstd runs {sizes:?} bytes for {plain} bytes of chunks");
         assert!(paths.iter().all(|p| !p.exists()), "run files removed with their runs");
         drop(spill);
         assert!(!dir.exists(), "the directory the spill created is removed");
-    }
-
-    #[test]
-    fn free_space_is_that_of_the_directorys_file_system() {
-        let free = free_bytes(&std::env::temp_dir());
-        assert!(free.is_some_and(|f| f > 0), "{free:?}");
-        assert_eq!(free_bytes(Path::new("/no/such/directory/here")), None);
     }
 }
