@@ -2,7 +2,8 @@
 // Shared by the bench scripts: the input files, given as paths or as one JSON file holding an
 // array (or `{ files }`), the Parquet files a tool wrote, and the marked sections of the reports;
 // for the drivers (bench/run.js, bench/deletes.js) also the generated, cached input partition
-// (ensureInput), its mixed-codec pyarrow re-write (ensureMixedCodec, bench/mixed-codec.py) and one
+// (ensureInput), its mixed-codec pyarrow re-write (ensureMixedCodec, bench/mixed-codec.py), the
+// unique-fat-value shapes (ensureUnique: fixtures/gen-unique.py, bench/unique-rewrite.js) and one
 // measured child run under `/usr/bin/time -v` (runTimed).
 const fs = require('fs')
 const path = require('path')
@@ -201,6 +202,102 @@ async function ensureMixedCodec(input, duck, shape = 'mixed-codec') {
   return { ...m, manifestPath, generated: true }
 }
 
+// ---------------------------------------------------------------- the unique-fat-value shapes
+
+const UNIQUE_GENERATOR = path.join(ROOT, 'fixtures', 'gen-unique.py')
+const UNIQUE_REWRITE = path.join(__dirname, 'unique-rewrite.js')
+// fixtures/gen-unique.py's defaults: ~52 KB decoded per row, ~47 KB of it the row's own request frame
+const UNIQUE_SHAPE = { rows: 52329, files: 230, tuples: 30, seed: 1, fatBytes: 47000 }
+const UNIQUE_SHAPES = ['unique', 'unique-duckdb', 'unique-hyparquet', 'unique-evolved']
+
+function pythonWithPyarrow(shape) {
+  if (spawnSync('python3', ['-c', 'import pyarrow'], { stdio: 'ignore' }).status !== 0) {
+    throw new Error(`--shape ${shape} needs python3 with pyarrow (python3 -m pip install pyarrow)`)
+  }
+}
+
+/** Facts about the written files (fixtures/gen-unique.py --check): rows, bytes, the fat column's pages. */
+function checkShape(dir) {
+  const r = spawnSync('python3', [UNIQUE_GENERATOR, '--check', dir], { encoding: 'utf8', maxBuffer: 64 * MiB })
+  if (r.status !== 0) return { error: (r.stderr || '').trim().split('\n').pop() }
+  return JSON.parse(r.stdout)
+}
+
+/**
+ * The unique shapes: every row carries its own ~47 KB request frame (the conversation so far).
+ * `unique`: fixtures/gen-unique.py, pyarrow, files round robin over SNAPPY, ZSTD, GZIP;
+ * `unique-evolved`: the same with the newest 10 % of the files gaining a nullable `region` column;
+ * `unique-duckdb` / `unique-hyparquet`: the `unique` files re-written file by file by DuckDB /
+ * hyparquet-writer with their default settings (bench/unique-rewrite.js). `gen` holds rows, files,
+ * tuples, seed, fatBytes (rows and files already scaled). Cached under bench/data/unique-<params>[-<writer>]/
+ * and rewritten when the generator (or the re-writer, or the source files) change.
+ */
+async function ensureUnique(gen, duck, shape) {
+  if (!UNIQUE_SHAPES.includes(shape)) throw new Error(`not a unique shape: ${shape}`)
+  const key = `unique-r${gen.rows}-f${gen.files}-t${gen.tuples}-s${gen.seed}-fat${gen.fatBytes}`
+  const writer = shape === 'unique' || shape === 'unique-evolved' ? 'pyarrow' : shape.slice('unique-'.length)
+  const dir = path.join(DATA, key + (shape === 'unique' ? '' : shape.slice('unique'.length)))
+  const manifestPath = path.join(dir, 'manifest.json')
+  let source
+  let base = null
+  if (writer === 'pyarrow') {
+    source = { generator: fileSha(UNIQUE_GENERATOR), gen, addColumnNewest: shape === 'unique-evolved' ? 0.1 : 0 }
+  } else {
+    base = await ensureUnique(gen, duck, 'unique')
+    source = { from: fileSha(base.manifestPath), rewrite: fileSha(UNIQUE_REWRITE), writer }
+  }
+  if (fs.existsSync(manifestPath)) {
+    const m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'))
+    if (JSON.stringify(m.source) === JSON.stringify(source) && m.files.every(f => fs.existsSync(f))) {
+      return { ...m, manifestPath, generated: false }
+    }
+    console.error(`the generator, the re-writer or the source files changed: rewriting the ${shape} shape`)
+  }
+  pythonWithPyarrow(shape)
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(dir, { recursive: true })
+  const t0 = Date.now()
+  let res
+  if (writer === 'pyarrow') {
+    console.error(`generating the ${shape} shape (fixtures/gen-unique.py, pyarrow) in ${path.relative(ROOT, dir)} ${JSON.stringify(gen)} ...`)
+    const argv = [UNIQUE_GENERATOR, '--dir', dir, '--rows', gen.rows, '--files', gen.files, '--tuples', gen.tuples,
+      '--seed', gen.seed, '--fat-bytes', gen.fatBytes, '--add-column-newest', source.addColumnNewest, '--progress'].map(String)
+    const r = spawnSync('python3', argv, { encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] })
+    if (r.status !== 0) throw new Error(`fixtures/gen-unique.py failed (exit ${r.status})`)
+    res = JSON.parse(r.stdout.trim().split('\n').pop())
+    res.writer = `pyarrow ${res.pyarrow}`
+  } else {
+    console.error(`writing the ${shape} shape (${writer}, default settings) from ${path.relative(ROOT, path.dirname(base.manifestPath))} in ${path.relative(ROOT, dir)} ...`)
+    const specFile = path.join(dir, '.spec.json')
+    fs.writeFileSync(specFile, JSON.stringify({ writer, out: dir, files: base.files }))
+    const r = spawnSync(process.execPath, ['--max-old-space-size=8192', UNIQUE_REWRITE, specFile],
+      { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] })
+    if (r.status !== 0) throw new Error(`bench/unique-rewrite.js failed (exit ${r.status})`)
+    res = JSON.parse(r.stdout.trim().split('\n').pop())
+    res.writer = res.version
+    res.decodedBytes = base.decodedBytes
+    res.codecs = { snappy: res.files.length }
+    res.from = path.relative(ROOT, path.dirname(base.manifestPath))
+  }
+  const m = {
+    params: { ...gen, dir: path.relative(ROOT, dir), writer: res.writer, codecs: res.codecs, evolvedFiles: res.evolvedFiles || 0, ...(res.from ? { from: res.from } : {}) },
+    files: res.files,
+    rows: res.rows,
+    bytes: res.bytes,
+    decodedBytes: res.decodedBytes,
+    generatedMs: Date.now() - t0,
+    generatedAt: new Date().toISOString(),
+    source,
+  }
+  Object.assign(m, await describeInput(duck, res.files))
+  if (m.rows == null) m.rows = m.rowCount
+  m.facts = checkShape(dir)
+  fs.writeFileSync(manifestPath, JSON.stringify(m, null, 1))
+  console.error(`wrote ${m.files.length} files (${m.params.writer}), ${m.rowCount} rows, ${fmtBytes(m.bytes)} on disk, ` +
+    `${fmtBytes(m.decodedBytes)} decoded, in ${fmtSec(m.generatedMs)}`)
+  return { ...m, manifestPath, generated: true }
+}
+
 function generatorSha() {
   return require('crypto').createHash('sha1').update(fs.readFileSync(GENERATOR)).digest('hex').slice(0, 12)
 }
@@ -245,10 +342,16 @@ function parseTimeV(text) {
   const sys = get(/System time \(seconds\): ([\d.]+)/)
   const exit = get(/Exit status: (\d+)/)
   const sig = get(/Command terminated by signal (\d+)/)
+  const minor = get(/Minor \(reclaiming a frame\) page faults: (\d+)/)
+  const major = get(/Major \(requiring I\/O\) page faults: (\d+)/)
   return {
     timeWallMs: wallMs,
     maxRssBytes: kb ? Number(kb) * 1024 : null,
     cpuMs: user && sys ? Math.round((Number(user) + Number(sys)) * 1000) : null,
+    userMs: user ? Math.round(Number(user) * 1000) : null,
+    sysMs: sys ? Math.round(Number(sys) * 1000) : null,
+    minorFaults: minor != null ? Number(minor) : null,
+    majorFaults: major != null ? Number(major) : null,
     exitStatus: exit != null ? Number(exit) : null,
     signal: sig != null ? Number(sig) : null,
   }
@@ -258,7 +361,8 @@ function parseTimeV(text) {
  * Runs `cmd` ([program, ...args]) under `/usr/bin/time -v` in its own process group, with a
  * watchdog (kills the tree past `maxRssGiB` or `timeoutMin`); `outDir` is emptied first and its
  * Parquet files listed after. Resolves { ok, code, signal, outDir, wallMs, timeWallMs, maxRssBytes,
- * cpuMs, exitStatus, signal, summary (the last JSON line on stdout), files, error }.
+ * cpuMs, userMs, sysMs, minorFaults, majorFaults, exitStatus, signal, summary (the last JSON line on
+ * stdout), files, error }.
  */
 function runTimed(cmd, { outDir, timeFile, maxRssGiB, timeoutMin }) {
   killOnExit()
@@ -350,4 +454,5 @@ module.exports = {
   ROOT, DATA, GENERATOR, TIME, DEDUPE_COLUMN, SEED_SHAPE,
   MiB, fmtBytes, fmtSec, median, sqlList,
   dataKey, ensureInput, ensureMixedCodec, describeInput, parseTimeV, runTimed,
+  ensureUnique, UNIQUE_SHAPE, UNIQUE_SHAPES,
 }
