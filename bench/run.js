@@ -20,9 +20,20 @@
 //     --shape S              seed (default: fixtures/gen-partition.js, hyparquet-writer, SNAPPY) or
 //                            mixed-codec (the same rows re-written by pyarrow, bench/mixed-codec.py,
 //                            files round robin over SNAPPY, ZSTD, GZIP; cached under bench/data/) or
-//                            evolved (mixed-codec, and the newest 10 % of the files gain a column)
+//                            evolved (mixed-codec, and the newest 10 % of the files gain a column);
+//                            the unique shapes, where every row carries its OWN fat value (a ~47 KB
+//                            request frame holding the conversation so far; no two rows equal, so
+//                            dictionaries overflow; fixtures/gen-unique.py, 52,329 rows, 230 files,
+//                            ~2.7 GB decoded), each writer with its default settings:
+//                            unique (pyarrow, files round robin over SNAPPY, ZSTD, GZIP),
+//                            unique-duckdb (those files re-written by DuckDB's COPY, SNAPPY),
+//                            unique-hyparquet (re-written by hyparquet-writer, SNAPPY),
+//                            unique-evolved (unique, and the newest 10 % of the files gain a column)
+//     --scale N              N times the rows and files (the same row shape and tuples; default 1)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
-//     --row-group-size N --dup-rate X      generator options (default: the seed shape)
+//     --row-group-size N --dup-rate X      generator options (default: the seed shape; the unique
+//                            shapes take --rows --files --tuples --seed --fat-bytes, fat = the
+//                            request frame's average size)
 //     --shuffle              rows in random ts order within each row group (unsorted runs)
 //     --input list.json      use these files (JSON array or {files}) instead of generating
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
@@ -40,13 +51,15 @@
 //                            [-tN...][-xN] after the gencompact-tN / gencompact-xN tools run)
 //     --no-write             do not touch RESULTS.md;  --keep  keep output dirs
 //
-// 1. Generates the input partition once with fixtures/gen-partition.js and caches it under
+// 1. Generates the input partition once with fixtures/gen-partition.js (the unique shapes:
+//    fixtures/gen-unique.py, re-written by bench/unique-rewrite.js) and caches it under
 //    bench/data/<params>/ (gitignored; regenerated when the generator's source changes).
 // 2. Runs each tool as its own child process under `/usr/bin/time -v`, N times, round robin,
 //    into a fresh bench/out/<tool>-<run>/ that is deleted after measuring. A tool that fails
 //    once is not retried.
-// 3. Records output file count, average/max output file size, wall time and peak RSS
-//    (medians over runs); checks each tool's output row count with DuckDB count(*) once.
+// 3. Records output file count, average/max output file size, wall time, CPU (user, system),
+//    peak RSS and page faults (medians over runs); checks each tool's output row count with
+//    DuckDB count(*) once.
 // 4. Prints a markdown table and writes it into bench/RESULTS.md between
 //    <!-- bench:<section> begin --> and <!-- bench:<section> end --> (other text is kept).
 //
@@ -57,6 +70,13 @@
 //   node bench/run.js --only bare,gencompact-t1,gencompact-t2    (section seed-shaped-t1-t2)
 //   node bench/run.js --only bare,gencompact --concurrent 4      (section seed-shaped-x4)
 //
+// Fat values unique to every row (sections unique-shaped[-duckdb|-hyparquet|-evolved][-scaleN]...):
+//   node bench/run.js --only bare,gencompact --shape unique --sort
+//   node bench/run.js --only bare,gencompact --shape unique-duckdb      (and unique-hyparquet, unique-evolved)
+//   node bench/run.js --only bare,gencompact --shape unique --scale 4   (four times the data)
+// The report adds, per tool, user and system CPU (system as % of user+sys) and page faults
+// (minor+major from time -v, median; gencompact's against bare's).
+//
 // The cost of applying Iceberg deletes (DVs, position deletes) on the same cached input:
 //   node bench/deletes.js [--runs 3]      (section deletes-seed of bench/RESULTS.md)
 
@@ -66,6 +86,7 @@ const path = require('path')
 const {
   listParquet, writeSection, ROOT, TIME, DEDUPE_COLUMN, SEED_SHAPE,
   MiB, fmtBytes, fmtSec, median, sqlList, ensureInput, ensureMixedCodec, runTimed,
+  ensureUnique, UNIQUE_SHAPE, UNIQUE_SHAPES,
 } = require('./files')
 const { execFileSync } = require('child_process')
 
@@ -80,7 +101,8 @@ const SORT_COLUMN = 'ts'
 // -sorted adds ORDER BY ts.
 const ALL_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop', 'duckdb-sorted', 'duckdb-noshred-sorted']
 const DEFAULT_TOOLS = ['gencompact', 'bare', 'duckdb', 'duckdb-noshred', 'old-loop']
-const SHAPES = ['seed', 'mixed-codec', 'evolved']
+const SHAPES = ['seed', 'mixed-codec', 'evolved', ...UNIQUE_SHAPES]
+const isUnique = shape => UNIQUE_SHAPES.includes(shape)
 const BARE = path.join(ROOT, 'target', 'release', 'examples', process.platform === 'win32' ? 'bare.exe' : 'bare')
 // gencompact with a `threads` value (gencompact-t2) or N concurrent calls in one process (gencompact-x4)
 const THREADS_TOOL = /^gencompact-t(\d+)$/
@@ -92,7 +114,7 @@ const callsOf = tool => { const m = tool.match(CONCURRENT_TOOL); return m ? Numb
 
 function parseArgs(argv) {
   const a = {
-    runs: 3, only: DEFAULT_TOOLS, gen: { ...SEED_SHAPE }, genExtra: {},
+    runs: 3, only: DEFAULT_TOOLS, gen: { ...SEED_SHAPE }, genExtra: {}, genSet: {}, scale: 1,
     input: null, dedupe: false, partition: false, sort: false, batchBytes: null, memoryLimit: null, section: null, write: true, keep: false,
     shape: 'seed', threads: null, concurrent: null, verify: true,
     timeoutMin: 15, maxRssGiB: Math.floor(os.totalmem() / 1024 ** 3 * 0.85),
@@ -111,12 +133,13 @@ function parseArgs(argv) {
     switch (f) {
       case '--runs': a.runs = num(next(), f); break
       case '--only': a.only = next().split(',').map(s => s.trim()).filter(Boolean); break
-      case '--rows': a.gen.rows = num(next(), f); break
-      case '--files': a.gen.files = num(next(), f); break
-      case '--tuples': a.gen.tuples = num(next(), f); break
-      case '--seed': a.gen.seed = num(next(), f); break
-      case '--fat-bytes': a.gen.fatBytes = num(next(), f); break
-      case '--row-bytes': a.gen.rowBytes = num(next(), f); break
+      case '--rows': a.gen.rows = a.genSet.rows = num(next(), f); break
+      case '--files': a.gen.files = a.genSet.files = num(next(), f); break
+      case '--tuples': a.gen.tuples = a.genSet.tuples = num(next(), f); break
+      case '--seed': a.gen.seed = a.genSet.seed = num(next(), f); break
+      case '--fat-bytes': a.gen.fatBytes = a.genSet.fatBytes = num(next(), f); break
+      case '--row-bytes': a.gen.rowBytes = a.genSet.rowBytes = num(next(), f); break
+      case '--scale': a.scale = num(next(), f); break
       case '--row-group-size': a.genExtra.rowGroupSize = num(next(), f); break
       case '--dup-rate': a.genExtra.dupRate = num(next(), f); break
       case '--shuffle': a.genExtra.shuffle = 1; break
@@ -137,7 +160,8 @@ function parseArgs(argv) {
       case '--timeout': a.timeoutMin = num(next(), f); break
       case '--max-rss': a.maxRssGiB = num(next(), f); break
       case '-h': case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 58).map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
+        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2).filter((l, i, ls) => ls.slice(0, i + 1).every(x => x.startsWith('//')))
+          .map(l => l.replace(/^\/\/ ?/, '')).join('\n'))
         process.exit(0)
         break
       default: throw new Error(`unknown argument ${f}`)
@@ -155,14 +179,34 @@ function parseArgs(argv) {
   if (!SHAPES.includes(a.shape)) throw new Error(`unknown --shape ${a.shape} (known: ${SHAPES.join(', ')})`)
   if (a.shape !== 'seed' && a.input) throw new Error('--shape applies to the generated input, not --input')
   if (!(a.runs >= 1)) throw new Error('--runs must be >= 1')
+  if (!(Number.isInteger(a.scale) && a.scale >= 1)) throw new Error('--scale needs a positive integer')
+  if (a.scale !== 1 && a.input) throw new Error('--scale applies to the generated input, not --input')
+  if (isUnique(a.shape)) {
+    if (Object.keys(a.genExtra).length || a.genSet.rowBytes != null) {
+      throw new Error(`--shape ${a.shape} takes --rows --files --tuples --seed --fat-bytes --scale only`)
+    }
+    // the unique generator's own defaults; what was given on the command line wins
+    const g = { ...UNIQUE_SHAPE, ...a.genSet }
+    a.uniqueGen = { rows: g.rows * a.scale, files: g.files * a.scale, tuples: g.tuples, seed: g.seed, fatBytes: g.fatBytes }
+  }
   if (!a.section) {
     const isSeed = !a.input && Object.keys(a.genExtra).length === 0 &&
       Object.entries(SEED_SHAPE).every(([k, v]) => a.gen[k] === v)
-    a.section = (isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
-      : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
-      (a.shape !== 'seed' ? `-${a.shape}` : '') + (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
+    const isUniqueDefault = Object.keys(a.genSet).length === 0
+    a.section = (isUnique(a.shape)
+      ? (isUniqueDefault ? 'unique-shaped' : `unique-r${a.uniqueGen.rows / a.scale}-f${a.uniqueGen.files / a.scale}-t${a.uniqueGen.tuples}-fat${a.uniqueGen.fatBytes}`) +
+        a.shape.slice('unique'.length)
+      : (isSeed ? 'seed-shaped' : a.input ? `input-${path.basename(a.input, '.json')}`
+        : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
+        (a.shape !== 'seed' ? `-${a.shape}` : '')) +
+      (a.scale !== 1 ? `-scale${a.scale}` : '') +
+      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
       (a.batchBytes ? `-bb${a.batchBytes}` : '') + (a.threads ? `-threads${a.threads}` : '') + (a.verify ? '' : '-noverify') +
       a.only.filter(t => THREADS_TOOL.test(t) || CONCURRENT_TOOL.test(t)).map(t => '-' + t.replace('gencompact-', '')).join('')
+  }
+  if (!isUnique(a.shape) && a.scale !== 1) {
+    a.gen.rows *= a.scale
+    a.gen.files *= a.scale
   }
   return a
 }
@@ -170,6 +214,9 @@ function parseArgs(argv) {
 // ---------------------------------------------------------------- small helpers
 
 function ratio(x, base) { return x != null && base ? `${(x / base).toFixed(2)}×` : '—' }
+function fmtCount(n) { return n == null ? '—' : Math.round(n).toLocaleString('en-US') }
+const faultsOf = r => r.minorFaults != null && r.majorFaults != null ? r.minorFaults + r.majorFaults : null
+const sysShareOf = r => r.userMs != null && r.sysMs != null && r.userMs + r.sysMs > 0 ? r.sysMs / (r.userMs + r.sysMs) : null
 function sh(cmd, args) {
   try { return execFileSync(cmd, args, { encoding: 'utf8' }).trim() } catch { return '' }
 }
@@ -292,6 +339,11 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
       wallMax: ok.length ? Math.max(...ok.map(r => r.wallMs)) : null,
       rss: median(ok.map(r => r.maxRssBytes)),
       cpu: median(ok.map(r => r.cpuMs)),
+      user: median(ok.map(r => r.userMs)),
+      sys: median(ok.map(r => r.sysMs)),
+      sysShare: median(ok.map(sysShareOf)),
+      faults: median(ok.map(faultsOf)),
+      majorFaults: median(ok.map(r => r.majorFaults)),
       errors: rs.filter(r => !r.ok).map(r => r.error),
       summary: last && last.summary,
     }
@@ -310,17 +362,20 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
   }
 
   const rows = []
-  rows.push('| tool | output files | avg file | max file | rows out (expected) | wall, median (min–max) | CPU user+sys | peak RSS, median |' +
-    (withIdle ? ' peak above idle (bound) |' : '') + (withBare ? ' wall / CPU vs bare |' : '') +
+  rows.push('| tool | output files | avg file | max file | rows out (expected) | wall, median (min–max) | CPU user+sys | user / sys (sys % of CPU) | peak RSS, median | page faults, median (major) |' +
+    (withIdle ? ' peak above idle (bound) |' : '') + (withBare ? ' wall / CPU vs bare | faults vs bare |' : '') +
     ' wall vs gencompact | RSS vs gencompact | field ids / iceberg.schema kept |')
-  rows.push('|---|---:|---:|---:|---:|---:|---:|---:|' + (withIdle ? '---:|' : '') + (withBare ? '---:|' : '') + '---:|---:|---|')
+  rows.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|' + (withIdle ? '---:|' : '') + (withBare ? '---:|---:|' : '') + '---:|---:|---|')
+  const cpuSplit = (user, sys, share) => user == null || sys == null ? '—' : `${fmtSec(user)} / ${fmtSec(sys)} (${share == null ? '—' : (100 * share).toFixed(1)} %)`
+  const faultsCell = (faults, major) => faults == null ? '—' : `${fmtCount(faults)} (${fmtCount(major)})`
   for (const tool of tools) {
     const s = stats[tool]
-    const extra = (withIdle ? ' |' : '') + (withBare ? ' |' : '')
+    const extra = (withIdle ? ' |' : '') + (withBare ? ' | |' : '')
     if (!s.ok) {
       const f = results.find(r => r.tool === tool && !r.ok)
       const why = (s.errors[0] || 'failed').slice(0, 200).replace(/\|/g, '\\|')
-      rows.push(`| ${tool} | **failed** (${s.runs} of ${s.runs} run${s.runs > 1 ? 's' : ''}): ${why} | | | | ${fmtSec(f && f.wallMs)} until failure | ${fmtSec(f && f.cpuMs)} | ${fmtBytes(f && f.maxRssBytes)} at failure |${extra} | | |`)
+      rows.push(`| ${tool} | **failed** (${s.runs} of ${s.runs} run${s.runs > 1 ? 's' : ''}): ${why} | | | | ${fmtSec(f && f.wallMs)} until failure | ${fmtSec(f && f.cpuMs)} | ` +
+        `${f ? cpuSplit(f.userMs, f.sysMs, sysShareOf(f)) : '—'} | ${fmtBytes(f && f.maxRssBytes)} at failure | ${f ? faultsCell(faultsOf(f), f.majorFaults) : '—'} until failure |${extra} | | |`)
       continue
     }
     let idleCell = ''
@@ -330,19 +385,22 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
         idleCell = ` ${fmtBytes(m.above)} (${fmtBytes(m.bound)}) ${m.within ? '✓' : '✗'} |`
       } else idleCell = ' |'
     }
-    const bareCell = withBare ? ` ${tool === 'bare' ? '1.00× / 1.00×' : bare ? `${ratio(s.wall, bare.wall)} / ${ratio(s.cpu, bare.cpu)}` : '—'} |` : ''
+    const bareCell = withBare ? ` ${tool === 'bare' ? '1.00× / 1.00×' : bare ? `${ratio(s.wall, bare.wall)} / ${ratio(s.cpu, bare.cpu)}` : '—'} |` +
+      ` ${tool === 'bare' ? '1.00×' : bare ? ratio(s.faults, bare.faults) : '—'} |` : ''
     const v = verify[tool]
     const exp = expectedRows(tool, input, args)
     const rowsCell = v ? `${v.rows.toLocaleString('en-US')}${v.rows === exp ? ' ✓' : ` ✗ (expected ${exp.toLocaleString('en-US')})`}` : '—'
     const kept = v ? `${v.fieldIds ? `${v.fieldIds} ids` : 'no ids'} / ${v.icebergSchema ? 'yes' : 'no'}` : '—'
     const count = s.fileCounts.length > 1 ? `${s.fileCount} (runs: ${s.fileCounts.join('/')})` : `${s.fileCount}`
-    rows.push(`| ${tool} | ${count} | ${fmtBytes(s.avg)} | ${fmtBytes(s.max)} | ${rowsCell} | ${fmtSec(s.wall)} (${fmtSec(s.wallMin)}–${fmtSec(s.wallMax)}) | ${fmtSec(s.cpu)} | ${fmtBytes(s.rss)} |${idleCell}${bareCell} ${ratio(s.wall, base && base.wall)} | ${ratio(s.rss, base && base.rss)} | ${kept} |`)
+    rows.push(`| ${tool} | ${count} | ${fmtBytes(s.avg)} | ${fmtBytes(s.max)} | ${rowsCell} | ${fmtSec(s.wall)} (${fmtSec(s.wallMin)}–${fmtSec(s.wallMax)}) | ${fmtSec(s.cpu)} | ` +
+      `${cpuSplit(s.user, s.sys, s.sysShare)} | ${fmtBytes(s.rss)} | ${faultsCell(s.faults, s.majorFaults)} |${idleCell}${bareCell} ${ratio(s.wall, base && base.wall)} | ${ratio(s.rss, base && base.rss)} | ${kept} |`)
   }
   const table = rows.join('\n')
 
   const g = input.params || {}
   const genDesc = args.input
     ? `file list ${args.input.startsWith(ROOT) ? path.relative(ROOT, args.input) : args.input}`
+    : isUnique(args.shape) ? uniqueDesc(args, input)
     : `fixtures/gen-partition.js ${JSON.stringify(Object.fromEntries(Object.entries(g).filter(([k]) => !MIXED_KEYS.includes(k))))}` +
       (args.shape !== 'seed' ? `, re-written by bench/mixed-codec.py (${g.writer}; files per codec ${JSON.stringify(g.codecs)}, ` +
         `${g.variantKept ? 'VARIANT annotation kept' : 'VARIANT columns written as plain groups of two binaries: pyarrow drops the annotation'}` +
@@ -368,7 +426,7 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     if (isGencompact(tool) && s.ok && idle && idle.ok) {
       const { batchBytes, calls } = rssBound(tool, args)
       const m = aboveIdle(tool)
-      notes.push(`- ${tool} memory bound: idle process (node + addon loaded) ${fmtBytes(idle.maxRssBytes)}; worst peak over the runs ${fmtBytes(m.worst)}, ` +
+      notes.push(`- ${tool} memory bound: idle process (node + addon loaded) ${fmtBytes(idle.maxRssBytes)} (${fmtCount(faultsOf(idle))} page faults); worst peak over the runs ${fmtBytes(m.worst)}, ` +
         `i.e. ${fmtBytes(m.above)} above idle, against ${calls > 1 ? `${calls} × ` : ''}3 × batchBytes + 64 MiB = ${fmtBytes(m.bound)} (batchBytes ${fmtBytes(batchBytes)}${calls > 1 ? '; N calls: not a documented bound' : ''}): ${m.within ? 'within ✓' : 'EXCEEDED ✗'}`)
     }
     if (tool === 'bare' && s.ok) {
@@ -386,11 +444,12 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     `- Input${args.shape !== 'seed' ? ` (shape ${args.shape})` : ''}: ${input.files.length} files, ${(input.rowCount ?? input.rows ?? 0).toLocaleString('en-US')} rows` +
       (input.distinctIds != null ? ` (${input.distinctIds.toLocaleString('en-US')} distinct \`${DEDUPE_COLUMN}\`)` : '') +
       `, ${fmtBytes(input.bytes)} on disk (avg ${fmtBytes(input.bytes / input.files.length)}/file), ` +
-      `${fmtBytes(input.parquetUncompressedBytes)} Parquet-uncompressed, ${input.inputRowGroups} row groups; ${genDesc}`,
+      `${fmtBytes(input.parquetUncompressedBytes)} Parquet-uncompressed${input.decodedBytes ? `, ${fmtBytes(input.decodedBytes)} decoded (value bytes)` : ''}, ` +
+      `${input.inputRowGroups} row groups; ${genDesc}`,
     `- Command: \`${command}\``,
     `- Method: each tool is a separate child process under \`/usr/bin/time -v\`, ${args.runs} run(s) each, round robin, fresh output dir per run ` +
       `(deleted after measuring), warm page cache. Wall = spawn to exit as seen by the driver (includes node start-up); ` +
-      `peak RSS = "Maximum resident set size" from time -v. Sizes from the last run (KiB/MiB = 1024-based). Rows checked once with DuckDB \`count(*)\`; ` +
+      `peak RSS = "Maximum resident set size" from time -v; page faults = its minor + major ("major" in brackets), CPU its user and system time. Sizes from the last run (KiB/MiB = 1024-based). Rows checked once with DuckDB \`count(*)\`; ` +
       (tools.includes('old-loop') ? `old-loop dedupes by \`${DEDUPE_COLUMN}\`${args.dedupe ? ', gencompact too (--dedupe)' : ', gencompact and DuckDB do not (defaults)'}. ` : '') +
       `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + SORT_COLUMN : ''}` +
       `${args.dedupe ? ', dedupeBy ' + DEDUPE_COLUMN : ''}, compression ${codecOf(args)}, threads ${args.threads || 'default (available cores)'}, verify ${args.verify ? 'on' : 'off'}.`,
@@ -399,6 +458,25 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     '',
     ...(notes.length ? ['Notes:', ...notes, ''] : []),
   ].join('\n')
+}
+
+// The unique shapes: the generator's parameters, the writer, and what the fat column's pages hold.
+function uniqueDesc(args, input) {
+  const g = input.params || {}
+  const gen = Object.fromEntries(['rows', 'files', 'tuples', 'seed', 'fatBytes'].map(k => [k, g[k]]))
+  const f = input.facts && input.facts.fat
+  let pages = ''
+  if (f && f.pages) {
+    const p = f.pages
+    const data = Object.entries(p.dataPages).map(([k, v]) => `${v.pages.toLocaleString('en-US')} ${k} pages (${v.values.toLocaleString('en-US')} values)`).join(', ')
+    pages = `; fat column \`${f.column}\`: every value distinct on a sample (${f.sample.distinct.toLocaleString('en-US')} of ${f.sample.rows.toLocaleString('en-US')} rows), ` +
+      `avg ${fmtBytes(f.sample.avgValueBytes)}; ${p.dictionaryPages ? `${p.dictionaryPages} dictionary pages holding ${p.dictionaryValues.toLocaleString('en-US')} values ` +
+      `(largest ${fmtBytes(p.largestDictionaryPage)} uncompressed), ` : 'no dictionary pages, '}${data}; largest data page ${fmtBytes(p.largestDataPage)} uncompressed; ` +
+      `compression of the fat column by codec ${JSON.stringify(f.ratioByCodec)}`
+  }
+  return `fixtures/gen-unique.py ${JSON.stringify(gen)}${args.scale !== 1 ? ` (--scale ${args.scale})` : ''}, written by ${g.writer}` +
+    `${g.from ? ` from ${g.from}` : ''} with its default settings (files per codec ${JSON.stringify(g.codecs)})` +
+    `${g.evolvedFiles ? `; the newest ${g.evolvedFiles} files add a nullable string column \`region\`` : ''}${pages}`
 }
 
 function summarize(xs) {
@@ -429,8 +507,12 @@ async function main() {
   await duck.run('SET threads=2')
   const duckdbVersion = (await duck.runAndReadAll('SELECT version() AS v')).getRowObjectsJS()[0].v
 
-  const seedInput = await ensureInput(args, duck)
-  const input = args.shape !== 'seed' ? await ensureMixedCodec(seedInput, duck, args.shape) : seedInput
+  let input
+  if (isUnique(args.shape)) input = await ensureUnique(args.uniqueGen, duck, args.shape)
+  else {
+    const seedInput = await ensureInput(args, duck)
+    input = args.shape !== 'seed' ? await ensureMixedCodec(seedInput, duck, args.shape) : seedInput
+  }
   if (args.only.includes('bare') && !fs.existsSync(BARE)) {
     throw new Error(`${path.relative(ROOT, BARE)} not found: cargo build --release --example bare (npm run bench builds it)`)
   }
