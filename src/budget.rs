@@ -43,6 +43,24 @@ pub fn decoded_size(batch: &RecordBatch) -> usize {
         .sum()
 }
 
+/// Bytes a batch really holds: its buffers' capacities (a buffer shared with other batches, a
+/// dictionary say, counts in full: accounting errs on the side of more).
+pub fn held_bytes(batch: &RecordBatch) -> usize {
+    batch.get_array_memory_size()
+}
+
+/// What the column readers of one row group hold while it is decoded, by estimate: per leaf
+/// column (with `leaves`, those marked true) its uncompressed chunk up to one page of
+/// `PAGE_ESTIMATE`, the compressed page read for it, and its codec's state.
+pub fn reader_state(rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> usize {
+    rg.columns()
+        .iter()
+        .enumerate()
+        .filter(|(leaf, _)| leaves.is_none_or(|l| l.get(*leaf).copied().unwrap_or(false)))
+        .map(|(_, c)| crate::plan::column_reader_bytes(c) as usize)
+        .sum()
+}
+
 /// Estimated decoded bytes per row of one row group, from its metadata (and, for dictionary-
 /// encoded byte arrays without size statistics, its dictionary pages).
 /// With `leaves`, only the leaf columns marked true count.

@@ -88,7 +88,7 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             (tx, scope.spawn(move || verify_as_written(rx, plan, limits, cancel)))
         });
         // Declared after `outputs`, so dropped (run files removed) before it.
-        let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix);
+        let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix, &plan.memory);
         let mut writing = Writing::new(&plan, opts, &props, &grouped, deletes.as_ref(), &mut stages, &mut outputs, &mut spill, cancel, progress);
         writing.notify = verifier.as_ref().map(|(tx, _)| tx.clone());
         for g in &grouped.tuples {
@@ -125,6 +125,8 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         report.files_spilled = spill.files_spilled;
         report.bytes_spilled = spill.bytes_spilled;
         report.intermediate_merges = spill.intermediate_merges;
+        report.spill_peak_bytes = spill.peak_disk_bytes();
+        report.peak_memory_bytes = plan.memory.peak() as u64;
         describe_files(&mut report, opts, &stages, tuples);
         outputs.commit();
         if let Some(d) = stages.diverter.take() {
@@ -145,7 +147,8 @@ fn empty_generation(opts: &Options, started: Instant, progress: &dyn Fn(&Progres
 
 /// The plan of the inputs, and the options with the output codec resolved from them.
 fn plan_call(files: &[InputFile], opts: &Options) -> Result<(Plan, Options)> {
-    let plan = build_plan(files)?;
+    let mut plan = build_plan(files)?;
+    plan.memory = crate::memory::Accountant::for_batch_bytes(opts.batch_bytes);
     let mut resolved = opts.clone();
     resolved.resolve_codec(plan.dominant_codec());
     Ok((plan, resolved))
@@ -297,7 +300,7 @@ impl<'a, 'p> Writing<'a, 'p> {
             _ => None,
         };
         let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
-            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, opts.threads > 1, self.spill, cancel)?),
+            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, opts.threads > 1, self.spill, cancel, &plan.memory)?),
             None => None,
         };
         // Batches joining a sort buffer (¾ batchBytes, one more being spilled beside it) are a

@@ -226,6 +226,12 @@ impl ColumnWriter {
         self.open.as_ref().map(|w| w.iter().flatten().map(|c| c.get_estimated_total_bytes()).sum()).unwrap_or(0)
     }
 
+    /// Memory the open row group's column writers hold: encoded pages, dictionaries, the page
+    /// being built.
+    pub fn memory_size(&self) -> usize {
+        self.open.as_ref().map(|w| w.iter().flatten().map(|c| c.memory_size()).sum()).unwrap_or(0)
+    }
+
     pub fn in_progress_rows(&self) -> usize {
         self.rows
     }

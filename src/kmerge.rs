@@ -17,6 +17,7 @@
 use crate::budget::decoded_size;
 use crate::error::{check_cancel, CompactError, Result};
 use crate::gather::interleave;
+use crate::memory::Reservation;
 use arrow_array::RecordBatch;
 use arrow_row::{OwnedRow, Rows};
 use std::cmp::Ordering;
@@ -34,6 +35,8 @@ pub struct Chunk {
     /// Input bytes per row, and rows deleted (by equality deletes) before this chunk's.
     pub input_per_row: f64,
     pub deleted: u64,
+    /// The call's accounting of the chunk's memory: held while any of its rows may be picked.
+    pub memory: Reservation,
 }
 
 /// Where a run's chunks come from.
@@ -106,6 +109,8 @@ pub fn merge<S: RunSource>(
     // whose rows wait in `picked`.
     let mut sources: Vec<RecordBatch> = Vec::new();
     let mut picked: Vec<(usize, usize)> = Vec::new();
+    // The accounting of chunks consumed whose rows may still wait in `picked`.
+    let mut retired_memory: Vec<Reservation> = Vec::new();
     let (mut held, mut expanded, mut input, mut retired, mut deleted) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0u64);
     let mut max_rows: Option<usize> = None;
     loop {
@@ -147,12 +152,14 @@ pub fn merge<S: RunSource>(
                     deleted += chunk.deleted;
                     c.slot = sources.len();
                     sources.push(chunk.batch.clone());
-                    c.chunk = chunk;
+                    let done = std::mem::replace(&mut c.chunk, chunk);
+                    retired_memory.push(done.memory);
                     c.pos = 0;
                 }
                 None => {
                     // The run is done: its source (a reader, its pages) goes now.
                     deleted += c.source.trailing_deleted();
+                    retired_memory.push(c.chunk.memory.split(usize::MAX));
                     cursors[top] = None;
                     let last = heap.len() - 1;
                     heap.swap(0, last);
@@ -175,6 +182,7 @@ pub fn merge<S: RunSource>(
             max_rows = Some(((n as f64 * out_bytes / size.max(1) as f64) as usize).clamp(1, n.saturating_mul(2)));
             out(Merged { batch, decoded_bytes: size, input_bytes: input, deleted })?;
             picked.clear();
+            retired_memory.clear();
             (held, expanded, input, retired, deleted) = (0.0, 0.0, 0.0, 0.0, 0);
             // Keep only the chunks cursors still read from.
             sources.clear();

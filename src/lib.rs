@@ -21,6 +21,7 @@ pub mod guard;
 pub mod heap;
 pub mod iceberg;
 pub mod kmerge;
+pub mod memory;
 pub mod merge;
 #[cfg_attr(test, allow(dead_code))]
 mod node;

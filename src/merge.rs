@@ -114,9 +114,7 @@ pub fn merge_runs(
     };
     let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1), measured: false };
     let empty = || RecordBatch::new_empty(plan.arrow_schema.clone());
-    kmerge::merge(&firsts, open, out, empty, cancel, |m| {
-        sink(Batch { batch: m.batch, decoded_bytes: m.decoded_bytes, input_bytes: m.input_bytes, deleted: m.deleted, positions: Vec::new() })
-    })
+    kmerge::merge(&firsts, open, out, empty, cancel, |m| sink(Batch::made(m.batch, m.decoded_bytes, m.input_bytes, m.deleted, &plan.memory)))
 }
 
 /// A run of the inputs as the merge reads it: its row groups, decoded in order.
@@ -147,6 +145,7 @@ impl kmerge::RunSource for InputRun<'_, '_> {
                 input_per_row: b.input_bytes / rows,
                 deleted,
                 batch: b.batch,
+                memory: b.memory,
             }));
         }
         self.trailing += deleted;

@@ -132,6 +132,23 @@ pub struct CompactResult {
     pub bytes_read: i64,
     pub bytes_written: i64,
     pub elapsed_ms: f64,
+    /// The most bytes the call held at once by its own accounting (decoded batches, pages,
+    /// dictionaries, sort buffers, spill state, the open row group's encoders, verification):
+    /// at most 3 × batchBytes + 64 MiB.
+    pub peak_memory_bytes: i64,
+    /// Sorted runs spilled to disk (`sortBy` tuples larger than the sort buffer).
+    pub spill: SpillReport,
+}
+
+/// What a call spilled to `tmpDir`.
+#[napi(object, object_from_js = false)]
+pub struct SpillReport {
+    /// Run files written (intermediate merges included).
+    pub runs: i64,
+    /// Bytes written to run files.
+    pub bytes: i64,
+    /// The most bytes of run files on disk at once.
+    pub peak_bytes: i64,
 }
 
 /// Options of `compactGeneration` (the TypeScript shape; values are validated in Rust).
@@ -530,6 +547,8 @@ fn to_js(r: CompactReport) -> CompactResult {
         rows_deleted: r.rows_deleted as i64,
         rows_written: r.rows_written as i64,
         duplicates_dropped: r.duplicates_dropped as i64,
+        peak_memory_bytes: r.peak_memory_bytes as i64,
+        spill: SpillReport { runs: r.files_spilled as i64, bytes: r.bytes_spilled as i64, peak_bytes: r.spill_peak_bytes as i64 },
         diverted: r.diverted.map(|(path, rows)| DivertedFile { path, rows: rows as i64 }),
         bytes_read: r.bytes_read as i64,
         bytes_written: r.bytes_written as i64,

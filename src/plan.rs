@@ -42,6 +42,14 @@ pub struct InputSummary {
 /// (parquet-rs, Arrow C++, hyparquet-writer).
 pub const PAGE_ESTIMATE: u64 = 1 << 20;
 
+/// What an open column chunk reader holds, by estimate: its uncompressed chunk up to one page of
+/// `PAGE_ESTIMATE`, the compressed page it was read from, and its codec's state.
+pub fn column_reader_bytes(c: &ColumnChunkMetaData) -> u64 {
+    let page = u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE);
+    let compressed = u64::try_from(c.compressed_size()).unwrap_or(0).min(page);
+    page + compressed + codec_state(c.compression())
+}
+
 /// What an open column chunk reader holds for its codec besides the page: parquet-rs creates a
 /// codec per column chunk, and a zstd one holds a decompression context (and an idle compression
 /// context) with its buffers; inflate keeps a 32 KiB window. (Measured: 30 readers of 56 columns
@@ -57,6 +65,9 @@ fn codec_state(codec: Compression) -> u64 {
 
 #[derive(Debug)]
 pub struct Plan {
+    /// The call's memory accountant (`memory`): every stage reserves what it holds from it.
+    /// Unlimited until the call sets its bound (`compact::plan_call`).
+    pub memory: crate::memory::Accountant,
     pub inputs: Vec<InputSummary>,
     /// The Parquet schema every input shares; outputs are written through it.
     pub parquet_schema: Arc<SchemaDescriptor>,
@@ -179,6 +190,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
     Ok(Plan {
+        memory: crate::memory::Accountant::new(usize::MAX),
         inputs,
         parquet_schema,
         arrow_schema,

@@ -15,7 +15,8 @@
 //! equality-deleted rows are filtered out and counted per batch. Row groups shared with other
 //! partition tuples are filtered to the tuple being written in the same pass.
 
-use crate::budget::{decoded_size, estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::budget::{decoded_size, estimate_row_bytes, held_bytes, rows_per_batch, ReadLimits};
+use crate::memory::{Accountant, Reservation};
 use crate::error::{check_cancel, CompactError, Result};
 use crate::unify::widen_array;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
@@ -47,6 +48,8 @@ pub struct Batch {
     pub deleted: u64,
     /// Each row's position in its input, when `RowFilters::positions` asked for them.
     pub positions: Vec<u64>,
+    /// The call's accounting of the memory the batch holds (`held_bytes`).
+    pub memory: Reservation,
 }
 
 impl Batch {
@@ -55,7 +58,15 @@ impl Batch {
     /// later stage drops (dedupe, divert) were read all the same.
     pub fn retain(self, kept: RecordBatch) -> Batch {
         let decoded_bytes = self.share_of(kept.num_rows());
-        Batch { batch: kept, decoded_bytes, ..self }
+        let mut memory = self.memory;
+        memory.resize(held_bytes(&kept));
+        Batch { batch: kept, decoded_bytes, memory, ..self }
+    }
+
+    /// A batch made by a stage (a merge, a sort), accounted with `accountant`.
+    pub fn made(batch: RecordBatch, decoded_bytes: usize, input_bytes: f64, deleted: u64, accountant: &Accountant) -> Batch {
+        let memory = accountant.hold(held_bytes(&batch));
+        Batch { batch, decoded_bytes, input_bytes, deleted, positions: Vec::new(), memory }
     }
 
     /// The decoded bytes of `rows` of this batch's rows, by its average.
@@ -77,6 +88,9 @@ pub struct RowFilters<'a> {
     /// Report each row's position in its input (`Batch::positions`).
     pub positions: bool,
 }
+
+/// How long decoding waits for the call's other stages to make room before it decodes anyway.
+const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// One row group of one input, as a unit of reading.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +142,8 @@ pub struct SegmentReader<'a, 'f> {
     next: usize,
     open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)>,
     current: Option<RowGroupReader<'a>>,
+    /// The open row group's column readers: their pages and codecs, by estimate.
+    pages: Reservation,
 }
 
 /// The row group being read.
@@ -139,13 +155,15 @@ struct RowGroupReader<'a> {
     rows: usize,
     rg_bytes: f64,
     batch_size: usize,
+    /// Decoded bytes per row, by estimate (what is reserved before a batch is decoded).
+    per_row: f64,
     /// Rows decoded so far (an index into the selected rows).
     done: usize,
 }
 
 impl<'a, 'f> SegmentReader<'a, 'f> {
     pub fn new(plan: &'a Plan, segments: &'a [Segment], roots: Option<&'a [usize]>, limits: &'a ReadLimits, cancel: &'a AtomicBool, filters: RowFilters<'f>) -> Self {
-        SegmentReader { plan, segments, roots, limits, cancel, filters, next: 0, open: None, current: None }
+        SegmentReader { plan, segments, roots, limits, cancel, filters, next: 0, open: None, current: None, pages: plan.memory.reservation() }
     }
 
     /// The next batch and the segment it comes from; `None` after the last segment.
@@ -153,6 +171,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         loop {
             check_cancel(self.cancel)?;
             if self.current.is_none() {
+                self.pages.free();
                 let Some(segment) = self.segments.get(self.next) else { return Ok(None) };
                 self.next += 1;
                 self.current = self.open_segment(segment)?;
@@ -161,6 +180,16 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             let (Some(rg), Some((_, file, meta, adapter))) = (self.current.as_mut(), self.open.as_ref()) else { continue };
             let input = self.plan.inputs.get(rg.segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
             let path = input.path.as_path();
+            // The batch is reserved before it is decoded: while the call's other stages hold
+            // too much, decoding waits a little for them to hand bytes back (a writer flushing
+            // its row group, a run leaving for disk); it never waits for long, as the stage it
+            // waits for may be waiting for this batch.
+            let estimate = (rg.per_row * rg.batch_size as f64) as usize;
+            let memory = &self.plan.memory;
+            let since = std::time::Instant::now();
+            let cancel = self.cancel;
+            memory.wait_for(estimate, || since.elapsed() >= READ_WAIT || cancel.load(std::sync::atomic::Ordering::Relaxed));
+            let mut held = memory.hold(estimate);
             let batch = match contain(|| rg.reader.next()) {
                 Ok(None) => {
                     self.current = None;
@@ -193,7 +222,8 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             let decoded_bytes = decoded_size(&dropped.batch);
             let input_bytes = rg.rg_bytes * n as f64 / rg.rows as f64;
             let Dropped { batch, deleted, positions } = dropped;
-            return Ok(Some((rg.segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions })));
+            held.resize(held_bytes(&batch));
+            return Ok(Some((rg.segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions, memory: held })));
         }
     }
 
@@ -246,6 +276,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref(), &plan.dictionary_columns);
+        self.pages.resize(crate::budget::reader_state(rg, leaves.as_deref()));
         let mut batch_size = rows_per_batch(per_row, limits).min(rows);
         if skip.selection.is_some() {
             // parquet-rs applies a scattered selection by decoding whole batches and filtering
@@ -262,7 +293,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         }
         let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
-        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, done: 0 }))
+        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0 }))
     }
 }
 

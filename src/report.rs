@@ -54,6 +54,10 @@ pub struct CompactReport {
     pub files_spilled: u64,
     pub bytes_spilled: u64,
     pub intermediate_merges: u64,
+    /// The most bytes of run files on disk at once.
+    pub spill_peak_bytes: u64,
+    /// The call's accounted peak memory (`memory::Accountant::peak`).
+    pub peak_memory_bytes: u64,
 }
 
 /// A closed file's report, from the footer its writer produced (the footer itself is then
@@ -148,6 +152,8 @@ pub fn build_report(plan: &Plan, files: Vec<FileReport>, rows_read: u64, rows_wr
         files_spilled: 0,
         bytes_spilled: 0,
         intermediate_merges: 0,
+        spill_peak_bytes: 0,
+        peak_memory_bytes: 0,
     }
 }
 
@@ -168,6 +174,8 @@ impl CompactReport {
             files_spilled: 0,
             bytes_spilled: 0,
             intermediate_merges: 0,
+            spill_peak_bytes: 0,
+            peak_memory_bytes: 0,
         }
     }
 }

@@ -24,10 +24,11 @@ use crate::gather::{interleave, share};
 use crate::kmerge;
 use crate::options::SortKey;
 use crate::plan::Plan;
-use crate::budget::decoded_size;
+use crate::budget::{decoded_size, held_bytes};
+use crate::memory::{Accountant, Reservation};
 use crate::error::check_cancel;
 use crate::read::Batch;
-use crate::spill::{Run, RunReader, RunWriter, SpillDir};
+use crate::spill::{Run, RunReader, RunWriter, SpillDir, RUN_READ_STATE};
 use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType, SchemaRef, SortOptions};
@@ -214,6 +215,9 @@ pub struct Sorter<'a> {
     batch_rows: usize,
     buffer: Vec<RecordBatch>,
     buffered_bytes: usize,
+    /// The call's accounting of the buffer's batches.
+    buffer_memory: Reservation,
+    memory: Accountant,
     runs: Vec<Run>,
     spill: &'a mut SpillDir,
     cancel: &'a AtomicBool,
@@ -227,7 +231,8 @@ pub struct Sorter<'a> {
 }
 
 impl<'a> Sorter<'a> {
-    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, background: bool, spill: &'a mut SpillDir, cancel: &'a AtomicBool) -> Result<Self> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, background: bool, spill: &'a mut SpillDir, cancel: &'a AtomicBool, memory: &Accountant) -> Result<Self> {
         let (columns, converter) = key_converter(schema, keys)?;
         Ok(Sorter {
             schema: schema.clone(),
@@ -238,6 +243,8 @@ impl<'a> Sorter<'a> {
             batch_rows: batch_rows.max(1),
             buffer: Vec::new(),
             buffered_bytes: 0,
+            buffer_memory: memory.reservation(),
+            memory: memory.clone(),
             runs: Vec::new(),
             spill,
             cancel,
@@ -259,6 +266,7 @@ impl<'a> Sorter<'a> {
         self.rows += n as u64;
         self.input_bytes += batch.input_bytes;
         self.buffered_bytes += batch.decoded_bytes;
+        self.buffer_memory.merge(batch.memory);
         self.buffer.push(batch.batch);
         Ok(())
     }
@@ -266,9 +274,11 @@ impl<'a> Sorter<'a> {
     /// Streams every row received, sorted, to `sink`.
     pub fn finish(mut self, mut sink: impl FnMut(Batch) -> Result<()>) -> Result<()> {
         let (rows, input_bytes) = (self.rows.max(1) as f64, self.input_bytes);
+        let memory = self.memory.clone();
         let mut emit = |b: RecordBatch| {
             let share = b.num_rows() as f64 / rows;
-            sink(Batch { decoded_bytes: decoded_size(&b), input_bytes: input_bytes * share, batch: b, deleted: 0, positions: Vec::new() })
+            let decoded = decoded_size(&b);
+            sink(Batch::made(b, decoded, input_bytes * share, 0, &memory))
         };
         let out_bytes = self.budget / OUTPUT_SHARE;
         if self.runs.is_empty() && self.pending.is_none() {
@@ -306,8 +316,9 @@ impl<'a> Sorter<'a> {
     }
 
     /// What sorting `buffer` takes, owned, so that it can run on a thread of its own.
-    fn job(&self, buffer: Vec<RecordBatch>, writer: Option<RunWriter>) -> SortJob {
-        SortJob { buffer, writer, schema: self.schema.clone(), sort_keys: self.sort_keys.clone(), budget: self.budget }
+    fn job(&mut self, buffer: Vec<RecordBatch>, writer: Option<RunWriter>) -> SortJob {
+        let memory = self.buffer_memory.split(usize::MAX);
+        SortJob { buffer, memory, writer, schema: self.schema.clone(), sort_keys: self.sort_keys.clone(), budget: self.budget }
     }
 
     /// Sorts the buffer and writes it out as a new run — on the spill thread when there is
@@ -358,7 +369,11 @@ impl<'a> Sorter<'a> {
     /// decoded bytes and at most `batchRows` rows; `out` gets each batch with its decoded size.
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
         let firsts: Vec<Option<arrow_row::OwnedRow>> = runs.iter().map(|_| None).collect();
-        let open = |r: usize| -> Result<Spilled<'_>> { Ok(Spilled { reader: runs[r].open()?, sorter: self }) };
+        let open = |r: usize| -> Result<Spilled<'_>> {
+            // A run's reader holds its decoder's state and the dictionaries its chunks share.
+            let state = self.memory.hold(RUN_READ_STATE + runs[r].dictionary_bytes);
+            Ok(Spilled { reader: runs[r].open()?, sorter: self, _state: state })
+        };
         let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
         kmerge::merge(&firsts, open, limits, empty, self.cancel, |m| if m.batch.num_rows() > 0 { out(m.batch, m.decoded_bytes) } else { Ok(()) })
@@ -378,6 +393,8 @@ impl Drop for Sorter<'_> {
 /// One sort buffer, sorted and handed on in chunks: to a spill run or to the writer.
 struct SortJob {
     buffer: Vec<RecordBatch>,
+    /// The call's accounting of the buffer (and of what sorting it makes).
+    memory: Reservation,
     writer: Option<RunWriter>,
     schema: SchemaRef,
     sort_keys: Vec<SortKey>,
@@ -421,7 +438,11 @@ impl SortJob {
         order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
         drop(keys);
         let (shared_buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
+        let accountant = self.memory.accountant().clone();
+        let mut buffer_memory = accountant.hold(shared_buffer.iter().map(held_bytes).sum());
         drop(buffer);
+        std::mem::swap(&mut self.memory, &mut buffer_memory);
+        drop(buffer_memory);
         let buffer = shared_buffer;
         let refs: Vec<&RecordBatch> = buffer.iter().collect();
         let mut start = 0;
@@ -436,6 +457,7 @@ impl SortJob {
                 end += 1;
             }
             let chunk = interleave(&refs, &order[start..end])?;
+            let _chunk_memory = accountant.hold(held_bytes(&chunk));
             out(chunk, bytes as usize)?;
             start = end;
         }
@@ -447,6 +469,7 @@ impl SortJob {
 struct Spilled<'s> {
     reader: RunReader,
     sorter: &'s Sorter<'s>,
+    _state: Reservation,
 }
 
 impl kmerge::RunSource for Spilled<'_> {
@@ -460,6 +483,7 @@ impl kmerge::RunSource for Spilled<'_> {
             expanded_per_row: plain_size(&batch) as f64 / rows,
             input_per_row: 0.0,
             deleted: 0,
+            memory: self.sorter.memory.hold(held_bytes(&batch)),
             batch,
         }))
     }

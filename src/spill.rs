@@ -14,6 +14,9 @@
 
 use crate::error::{CompactError, Result};
 use crate::dirs::CreatedDirs;
+use crate::memory::{Accountant, Reservation};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -34,12 +37,38 @@ pub struct SpillDir {
     pub files_spilled: u64,
     /// Runs that merged other runs (merge passes before the final one).
     pub intermediate_merges: u64,
+    /// Bytes of run files on disk now, and the most at once.
+    disk: Arc<DiskUse>,
+    memory: Accountant,
+}
+
+/// Bytes of a call's run files on disk.
+#[derive(Default)]
+struct DiskUse {
+    now: AtomicU64,
+    peak: AtomicU64,
 }
 
 impl SpillDir {
     /// Nothing is created until the first run is spilled.
-    pub fn new(dir: &Path, prefix: &str) -> Self {
-        SpillDir { dir: dir.to_path_buf(), prefix: prefix.to_string(), next: 0, created_dirs: CreatedDirs::default(), ready: false, bytes_spilled: 0, files_spilled: 0, intermediate_merges: 0 }
+    pub fn new(dir: &Path, prefix: &str, memory: &Accountant) -> Self {
+        SpillDir {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            next: 0,
+            created_dirs: CreatedDirs::default(),
+            ready: false,
+            bytes_spilled: 0,
+            files_spilled: 0,
+            intermediate_merges: 0,
+            disk: Arc::default(),
+            memory: memory.clone(),
+        }
+    }
+
+    /// The most bytes of run files on disk at once.
+    pub fn peak_disk_bytes(&self) -> u64 {
+        self.disk.peak.load(Ordering::Relaxed)
     }
 
     fn ensure_dir(&mut self) -> Result<()> {
@@ -63,12 +92,13 @@ impl SpillDir {
                 Err(e) => return Err(CompactError::io(&path, &e)),
             }
         };
-        let guard = SpillFile { path };
+        let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
         let buffered = BufWriter::with_capacity(IO_BUFFER, file);
         let stream = zstd_encoder(buffered).map_err(|e| CompactError::io(&guard.path, &e))?;
         let writer = StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
-        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0 })
+        let state = self.memory.hold(RUN_WRITE_STATE);
+        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, _state: state })
     }
 }
 
@@ -100,11 +130,15 @@ fn zstd_encoder(out: BufWriter<File>) -> std::io::Result<Sink> {
 /// A spill file, removed when dropped.
 struct SpillFile {
     path: PathBuf,
+    /// Its size once finished, counted in `disk` until it is removed.
+    bytes: u64,
+    disk: Arc<DiskUse>,
 }
 
 impl Drop for SpillFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        self.disk.now.fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
@@ -115,6 +149,8 @@ pub struct RunWriter {
     max_chunk_bytes: usize,
     /// Bytes of the dictionaries all chunks of the run share.
     pub dictionary_bytes: usize,
+    /// The call's accounting of the encoder's state and buffers.
+    _state: Reservation,
 }
 
 impl RunWriter {
@@ -133,6 +169,9 @@ impl RunWriter {
         let buffered = encoder.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let file = buffered.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        self.file.bytes = bytes;
+        let now = self.file.disk.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.file.disk.peak.fetch_max(now, Ordering::Relaxed);
         Ok(Run { bytes, file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes, dictionary_bytes: self.dictionary_bytes })
     }
 }
@@ -189,7 +228,6 @@ mod tests {
     use super::*;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
-    use std::sync::Arc;
 
     #[test]
     fn runs_read_back_as_written_compressed_and_are_removed() {
@@ -202,7 +240,8 @@ mod tests {
                 RecordBatch::try_new(schema.clone(), vec![Arc::new(n), Arc::new(s)]).unwrap()
             })
             .collect();
-        let mut spill = SpillDir::new(&dir, "t");
+        let memory = Accountant::new(usize::MAX);
+        let mut spill = SpillDir::new(&dir, "t", &memory);
         let mut sizes = Vec::new();
         let mut paths = Vec::new();
         let plain: usize = chunks.iter().map(|c| c.get_array_memory_size()).sum();

@@ -68,7 +68,7 @@ pub fn verify_as_written(written: Receiver<Written>, plan: &Plan, limits: &ReadL
 pub fn verify_file(path: &Path, rows: u64, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
     let meta = check_footer(path, rows, None, plan, limits)?;
     for i in 0..meta.metadata().num_row_groups() {
-        digest_row_group(path, &meta, i, limits, cancel, found)?;
+        digest_row_group(path, &meta, i, limits, &plan.memory, cancel, found)?;
     }
     Ok(())
 }
@@ -77,7 +77,7 @@ pub fn verify_file(path: &Path, rows: u64, plan: &Plan, limits: &ReadLimits, can
 /// into `found`, while the file may still be written.
 pub fn verify_row_group(path: &Path, meta: Arc<ParquetMetaData>, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
     let meta = reader_metadata(meta, plan).map_err(|e| fail(path, format!("row group metadata: {e}")))?;
-    digest_row_group(path, &meta, 0, limits, cancel, found)
+    digest_row_group(path, &meta, 0, limits, &plan.memory, cancel, found)
 }
 
 /// How an output is decoded for verifying: as the plan's schema, except that a string or
@@ -122,11 +122,15 @@ fn fail(path: &Path, msg: String) -> CompactError {
 }
 
 /// Decodes row group `i` of `meta` from the file at `path` into `found`.
-fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &ReadLimits, memory: &crate::memory::Accountant, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
     check_cancel(cancel)?;
     let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
     let Some(rg) = meta.metadata().row_groups().get(i) else { return Err(fail(path, format!("row group {i} missing"))) };
-    let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, None, &HashSet::new()), limits);
+    let per_row = estimate_row_bytes(&file, rg, None, &HashSet::new());
+    let batch_size = rows_per_batch(per_row, limits);
+    // Accounted: the column readers' pages, and each decoded batch while it is digested.
+    let _pages = memory.hold(crate::budget::reader_state(rg, None));
+    let mut held = memory.hold((per_row * batch_size as f64) as usize);
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
         .with_row_groups(vec![i])
         .with_batch_size(batch_size)
@@ -134,7 +138,9 @@ fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &
         .map_err(|e| fail(path, format!("row group {i}: {e}")))?;
     for batch in reader {
         check_cancel(cancel)?;
-        found.add(&batch.map_err(|e| fail(path, format!("row group {i}: {e}")))?)?;
+        let batch = batch.map_err(|e| fail(path, format!("row group {i}: {e}")))?;
+        held.resize(crate::budget::held_bytes(&batch));
+        found.add(&batch)?;
     }
     Ok(())
 }

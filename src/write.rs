@@ -6,6 +6,7 @@
 //! plus the footer metadata of the open file, kept small by truncated statistics. Only one
 //! file is open at a time.
 
+use crate::memory::Reservation;
 use crate::testhooks;
 use crate::error::{parquet_io_error, CompactError, Result};
 use crate::options::Options;
@@ -135,6 +136,10 @@ struct OpenFile {
     rg_bytes: usize,
     /// Flushed row groups already handed to the verifier.
     sent: usize,
+    /// The call's accounting of the open row group's encoders (`ColumnWriter::memory_size`).
+    /// Only accounted: a row group is cut on its rows alone, so that the output bytes do not
+    /// depend on what the call's other threads hold at the moment.
+    memory: Reservation,
 }
 
 /// What the writer hands a verifier running beside it (see `notify_closed`).
@@ -318,6 +323,7 @@ impl<'a> RollingWriter<'a> {
                 continue;
             }
             cur.writer.write(&rows.slice(offset, take)).map_err(|e| write_error(&cur.tmp_path, e))?;
+            cur.memory.resize(cur.writer.memory_size());
             cur.rg_rows += take;
             cur.rg_bytes += (per_row * take as f64).round() as usize;
             offset += take;
@@ -402,7 +408,7 @@ impl<'a> RollingWriter<'a> {
     fn open(&mut self) -> Result<OpenFile> {
         let (file, tmp_path, final_path) = self.outputs.create_next()?;
         let writer = open_writer(file, self.plan, self.props.clone(), &tmp_path, self.opts.threads)?;
-        Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0, sent: 0 })
+        Ok(OpenFile { writer, tmp_path, final_path, rows: 0, rg_rows: 0, rg_bytes: 0, sent: 0, memory: self.plan.memory.reservation() })
     }
 
     fn close_current(&mut self) -> Result<()> {
@@ -464,6 +470,7 @@ fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<
     testhooks::pause("row-group");
     cur.rg_rows = 0;
     cur.rg_bytes = 0;
+    cur.memory.resize(cur.writer.memory_size());
     Ok(())
 }
 
