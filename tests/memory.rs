@@ -1,0 +1,146 @@
+//! The call's memory accountant (`peak_memory_bytes`) and spill figures on inputs whose fat
+//! value is unique to every row — a conversation history per message, as the host's rows carry
+//! it — so no dictionary can hide their cost: the accounted peak stays within
+//! 3 × batchBytes + 64 MiB for `threads` 1, 2 and 8, unsorted, sorted (spilling) and
+//! partitioned, and across concurrent calls; a sort that spills says so and keeps its temporary
+//! disk near the inputs' size on disk.
+
+mod common;
+
+use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+use arrow_schema::{DataType, Schema, TimeUnit};
+use common::{field, noise, Scratch};
+use gencompact::iceberg::partition::{PartitionField, Transform};
+use gencompact::memory::call_bound;
+use gencompact::options::SortKey;
+use gencompact::{compact, CompactReport, Options};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+const TENANTS: usize = 4;
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        field("id", DataType::Int32, false, 1),
+        field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2),
+        field("tenant", DataType::Utf8, false, 3),
+        field("history", DataType::Utf8, false, 4),
+    ]))
+}
+
+/// `files` inputs, file f holding tenant f % TENANTS; each row's `history` is its tenant's
+/// conversation so far (the last ~`fat` bytes of it), so no two rows are equal. ts is out of
+/// order within a file, and files of later waves start earlier: sorting by ts must spill.
+fn write_unique_inputs(dir: &Path, files: usize, rows: usize, fat: usize) -> (Vec<String>, u64) {
+    let mut histories = vec![String::new(); TENANTS];
+    let mut paths = Vec::new();
+    let mut bytes = 0;
+    for f in 0..files {
+        let tenant = f % TENANTS;
+        let mut ids = Vec::new();
+        let mut ts = Vec::new();
+        let mut values = Vec::new();
+        for r in 0..rows {
+            let h = &mut histories[tenant];
+            h.push_str(&format!("{{\"role\":\"user\",\"turn\":{},\"text\":\"{}\"}}\n", f * rows + r, noise((f * rows + r) as u64, 400)));
+            if h.len() > fat {
+                let cut = h.len() - fat;
+                let cut = (cut..h.len()).find(|i| h.is_char_boundary(*i)).unwrap_or(h.len());
+                h.drain(..cut);
+            }
+            ids.push((f * rows + r) as i32);
+            ts.push(1_700_000_000_000_000 + ((files - f) * 1000 + (r * 37) % rows) as i64 * 1_000);
+            values.push(h.clone());
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(ids)),
+            Arc::new(TimestampMicrosecondArray::from(ts).with_timezone("+00:00")),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(format!("t{tenant}"), rows))),
+            Arc::new(StringArray::from(values)),
+        ];
+        let path = dir.join(format!("in-{f:04}.parquet"));
+        let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema(), Some(props)).unwrap();
+        w.write(&RecordBatch::try_new(schema(), cols).unwrap()).unwrap();
+        w.close().unwrap();
+        bytes += std::fs::metadata(&path).unwrap().len();
+        paths.push(path.display().to_string());
+    }
+    (paths, bytes)
+}
+
+fn options(out: &Path, batch_bytes: usize, threads: usize, sorted: bool, partitioned: bool) -> Options {
+    let mut o = Options::new(out);
+    o.batch_bytes = batch_bytes;
+    o.threads = threads;
+    o.compression = Some(Compression::ZSTD(ZstdLevel::default()));
+    if sorted {
+        o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+    }
+    if partitioned {
+        o.partition_by = Some(vec![PartitionField { column: "tenant".into(), transform: Transform::Identity, name: "tenant".into() }]);
+    }
+    o
+}
+
+fn run(files: &[String], o: &Options) -> CompactReport {
+    compact(files, o, &AtomicBool::new(false), &|_| {}).unwrap()
+}
+
+const BATCH_BYTES: usize = 4 << 20;
+
+#[test]
+fn the_accounted_peak_stays_within_the_bound_for_every_thread_count_sorted_or_not() {
+    let dir = Scratch::new("memory-unique");
+    // 48 files × 120 rows × ~24 KB of history: ~140 MB decoded, many times batchBytes.
+    let (files, input_bytes) = write_unique_inputs(dir.path(), 48, 120, 24_000);
+    let bound = call_bound(BATCH_BYTES) as u64;
+    for (sorted, partitioned) in [(false, false), (true, false), (true, true), (false, true)] {
+        for threads in [1, 2, 8] {
+            let out = dir.path().join(format!("out-{sorted}-{partitioned}-{threads}"));
+            let r = run(&files, &options(&out, BATCH_BYTES, threads, sorted, partitioned));
+            let case = format!("sorted {sorted}, partitioned {partitioned}, threads {threads}");
+            assert_eq!(r.rows_written, 48 * 120, "{case}");
+            assert!(r.peak_memory_bytes <= bound, "{case}: accounted peak {} > bound {bound}", r.peak_memory_bytes);
+            // The accountant saw the batches: at least one batch's share of batchBytes.
+            assert!(r.peak_memory_bytes >= (BATCH_BYTES / 8) as u64, "{case}: accounted peak {} is too small to have counted a batch", r.peak_memory_bytes);
+            if sorted {
+                // Rows arrive out of order and the tuples are far larger than a sort buffer.
+                assert!(r.files_spilled > 0, "{case}: the sort spilled");
+                assert!(r.bytes_spilled > 0 && r.spill_peak_bytes > 0 && r.spill_peak_bytes <= r.bytes_spilled, "{case}: {} / {}", r.spill_peak_bytes, r.bytes_spilled);
+                // Runs are compressed: on disk at once far less than the rows' decoded size
+                // (uncompressed runs would hold all of it).
+                let decoded = (48 * 120 * 24_000) as u64;
+                assert!(r.spill_peak_bytes * 4 <= decoded, "{case}: runs on disk peaked at {} bytes for {decoded} decoded bytes ({input_bytes} on disk)", r.spill_peak_bytes);
+            } else {
+                assert_eq!((r.files_spilled, r.bytes_spilled, r.spill_peak_bytes), (0, 0, 0), "{case}: nothing spilled");
+            }
+        }
+    }
+}
+
+#[test]
+fn concurrent_calls_each_stay_within_the_bound_and_together_within_their_sum() {
+    let dir = Scratch::new("memory-concurrent");
+    let (files, _) = write_unique_inputs(dir.path(), 24, 120, 24_000);
+    let peaks: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let (files, out) = (&files, dir.path().join(format!("out-{i}")));
+                s.spawn(move || run(files, &options(&out, BATCH_BYTES, 2, i % 2 == 1, false)).peak_memory_bytes)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let bound = call_bound(BATCH_BYTES) as u64;
+    assert!(peaks.iter().all(|p| *p > 0 && *p <= bound), "{peaks:?} (bound {bound})");
+    // The process-wide total counted every call's bytes, and never more than the calls' limits.
+    let process = gencompact::memory::process_peak() as u64;
+    assert!(process >= *peaks.iter().max().unwrap_or(&0), "process peak {process} below a call's {peaks:?}");
+    assert!(process <= 4 * bound, "process peak {process} > 4 × {bound}");
+}
