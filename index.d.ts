@@ -126,6 +126,14 @@ export interface CompactResult {
   bytesRead: number
   bytesWritten: number
   elapsedMs: number
+  /**
+   * The most bytes the call held at once by its own accounting (decoded batches, pages,
+   * dictionaries, sort buffers, spill state, the open row group's encoders, verification):
+   * at most 3 × batchBytes + 64 MiB.
+   */
+  peakMemoryBytes: number
+  /** Sorted runs spilled to disk (`sortBy` tuples larger than the sort buffer). */
+  spill: SpillReport
 }
 
 /**
@@ -212,4 +220,14 @@ export interface ProgressEvent {
   rowsWritten: number
   bytesWritten: number
   filesWritten: number
+}
+
+/** What a call spilled to `tmpDir`. */
+export interface SpillReport {
+  /** Run files written (intermediate merges included). */
+  runs: number
+  /** Bytes written to run files. */
+  bytes: number
+  /** The most bytes of run files on disk at once. */
+  peakBytes: number
 }

@@ -58,6 +58,15 @@ describe('partitionBy the identity tuple + sortBy ts + dedupeBy, spilling', () =
     })
   })
 
+  test('the call spilled runs (spill.runs, spill.bytes) within its accounted memory bound', () => {
+    expect(result.spill.runs).toBeGreaterThan(0)
+    expect(result.spill.bytes).toBeGreaterThan(0)
+    expect(result.spill.peakBytes).toBeGreaterThan(0)
+    expect(result.spill.peakBytes).toBeLessThanOrEqual(result.spill.bytes)
+    expect(result.peakMemoryBytes).toBeGreaterThan(0)
+    expect(result.peakMemoryBytes).toBeLessThanOrEqual(3 * (1 << 20) + 64 * 2 ** 20)
+  })
+
   test('one file per tuple, each holding one tuple (DuckDB)', async () => {
     const [{ n }] = await duck.q(`SELECT count(*)::INT AS n FROM (SELECT DISTINCT ${IDENTITY.join(', ')} FROM read_parquet(${sqlList(gen.files)}))`)
     expect(n).toBe(30)

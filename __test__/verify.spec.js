@@ -32,7 +32,8 @@ describe.each([
 ])('fault %s', (fault, message) => {
   test.each([
     ['plain', {}],
-    ['partitioned, sorted and spilled', { partitionBy: [{ column: 'session_id' }], sortBy: [{ column: 'ts' }], batchBytes: 1 << 20 }],
+    // (descending: the inputs' rows ascend, so every tuple is out of order and spills)
+    ['partitioned, sorted and spilled', { partitionBy: [{ column: 'session_id' }], sortBy: [{ column: 'ts', descending: true }], batchBytes: 1 << 18 }],
   ])('%s: ERR_VERIFY_FAILED, nothing published', async (name, extra) => {
     const outDir = path.join(tmp, `${fault}-${name.replace(/\W+/g, '-')}`)
     const before = hashFiles(gen.files)
@@ -51,6 +52,8 @@ describe.each([
 })
 
 test('without a fault, verification passes on the same calls', async () => {
-  const r = await compactGeneration(gen.files, { outDir: path.join(tmp, 'clean'), partitionBy: [{ column: 'session_id' }], sortBy: [{ column: 'ts' }], batchBytes: 1 << 20 })
+  const r = await compactGeneration(gen.files, { outDir: path.join(tmp, 'clean'), partitionBy: [{ column: 'session_id' }], sortBy: [{ column: 'ts', descending: true }], batchBytes: 1 << 18 })
   expect(r.rowsWritten).toBe(900)
+  // the "spilled" case above really spills
+  expect(r.spill.runs).toBeGreaterThan(0)
 })

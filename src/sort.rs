@@ -483,7 +483,9 @@ impl kmerge::RunSource for Spilled<'_> {
             expanded_per_row: plain_size(&batch) as f64 / rows,
             input_per_row: 0.0,
             deleted: 0,
-            memory: self.sorter.memory.hold(held_bytes(&batch)),
+            // (an IPC chunk's arrays are slices of one message buffer: counted by their slices,
+            // the shared dictionaries once per run in the reader's state)
+            memory: self.sorter.memory.hold(size_without_dictionary_values(&batch)),
             batch,
         }))
     }
