@@ -63,7 +63,7 @@
 // 4. Prints a markdown table and writes it into bench/RESULTS.md between
 //    <!-- bench:<section> begin --> and <!-- bench:<section> end --> (other text is kept).
 //
-// The issue "Use every core" measurements (side by side with bare, medians of 3, verify on):
+// The thread-scaling measurements (side by side with bare, medians of 3, verify on):
 //   node bench/run.js --only bare,gencompact                     (and --shape mixed-codec)
 //   node bench/run.js --only bare,gencompact --sort              (sortBy ts)
 //   node bench/run.js --only bare,gencompact --partition --sort --dedupe
