@@ -69,18 +69,21 @@ pub struct GuardedInput {
     /// Where the pages whose headers were checked begin: parquet-rs, when it skips rows (a row
     /// selection), peeks a header and later reads the page body from there.
     bodies: std::sync::Mutex<std::collections::HashSet<u64>>,
+    /// The column chunks the footer declares (start, end, uncompressed bytes), by start, once
+    /// `check_metadata` has seen them (shared by every handle on the input).
+    chunks: Arc<std::sync::OnceLock<Vec<(u64, u64, u64)>>>,
 }
 
 impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let len = file.metadata()?.len();
-        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default() })
+        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default(), chunks: Default::default() })
     }
 
     /// Another handle on the same descriptor (positional reads share no offset).
     pub fn try_clone(&self) -> std::io::Result<Self> {
-        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default() })
+        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default(), chunks: self.chunks.clone() })
     }
 
     /// Checks the footer's schema depth (see `check_footer`).
@@ -97,6 +100,7 @@ impl GuardedInput {
         if !self.enabled {
             return Ok(());
         }
+        let mut chunks = Vec::new();
         for (g, rg) in meta.row_groups().iter().enumerate() {
             if rg.num_rows() < 0 {
                 return Err(CompactError::corrupt(path, None, format!("row group {g} declares {} rows", rg.num_rows())));
@@ -112,9 +116,21 @@ impl GuardedInput {
                         format!("row group {g}: column chunk declares {len} bytes at offset {start}, outside the file ({} bytes)", self.len),
                     ));
                 }
+                chunks.push((start as u64, start as u64 + len as u64, col.uncompressed_size().max(0) as u64));
             }
         }
+        chunks.sort_unstable();
+        let _ = self.chunks.set(chunks);
         Ok(())
+    }
+
+    /// The largest uncompressed page accepted at `start`: the call's page cap, or more for a page
+    /// of a column chunk whose footer declares that much uncompressed (writers such as DuckDB
+    /// put a whole chunk in one page), as long as the page expands at most `MAX_PAGE_RATIO`
+    /// times its compressed size — a claim no codec's output can back is still refused before
+    /// anything is allocated for it.
+    fn page_limit(&self, start: u64, compressed: u64) -> u64 {
+        page_limit(self.page_cap, self.chunks.get().map(Vec::as_slice).unwrap_or_default(), start, compressed)
     }
 
     /// Reads the page header at the reader's position and checks its sizes, then moves the
@@ -125,10 +141,10 @@ impl GuardedInput {
         let sizes = thrift.page_sizes();
         let consumed = left - thrift.left;
         let (uncompressed, compressed) = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
-        if uncompressed > self.page_cap {
+        let limit = self.page_limit(start, compressed);
+        if uncompressed > limit {
             return Err(format!(
-                "page at offset {start} declares {uncompressed} bytes uncompressed, more than the {} a page may hold in this call (batchBytes + 64 MiB)",
-                self.page_cap
+                "page at offset {start} declares {uncompressed} bytes uncompressed, more than the {limit} a page may hold here (batchBytes + 64 MiB, or its column chunk's declared size when its compressed bytes can back it)"
             ));
         }
         if compressed > self.len.saturating_sub(start) {
@@ -140,6 +156,20 @@ impl GuardedInput {
         input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
     }
 }
+
+/// `GuardedInput::page_limit` over `chunks` (start, end, uncompressed bytes; sorted by start).
+fn page_limit(page_cap: u64, chunks: &[(u64, u64, u64)], start: u64, compressed: u64) -> u64 {
+    let i = chunks.partition_point(|c| c.0 <= start);
+    let declared = i.checked_sub(1).and_then(|i| chunks.get(i)).filter(|c| start < c.1).map(|c| c.2);
+    let backed = compressed.max(1).saturating_mul(MAX_PAGE_RATIO);
+    page_cap.max(declared.unwrap_or(0).min(backed).min(MAX_PAGE))
+}
+
+/// How many times its compressed size a page may expand to beyond the call's page cap (zstd
+/// reaches a few hundred on repetitive text).
+const MAX_PAGE_RATIO: u64 = 4096;
+/// No page is larger than this (Parquet's page sizes are 32-bit).
+const MAX_PAGE: u64 = i32::MAX as u64;
 
 /// The largest page header accepted (headers carry sizes, encodings and optional statistics).
 const MAX_PAGE_HEADER: u64 = 16 << 20;
@@ -455,5 +485,23 @@ mod tests {
         assert!(Thrift::new(&lying[..], lying.len() as u64).page_sizes().unwrap_err().contains("only"));
         // a stream that ends inside the header
         assert!(Thrift::new(&header[..4], 4).page_sizes().is_err());
+    }
+
+    #[test]
+    fn a_page_may_be_as_large_as_its_chunk_declares_when_its_compressed_bytes_back_it() {
+        let cap = 100;
+        // chunks at [0, 50) declaring 10,000 bytes uncompressed and [50, 90) declaring 60
+        let chunks = [(0, 50, 10_000), (50, 90, 60)];
+        // a whole chunk in one page (as DuckDB writes them): accepted up to the chunk's size
+        assert_eq!(page_limit(cap, &chunks, 0, 40), 10_000);
+        assert_eq!(page_limit(cap, &chunks, 10, 40), 10_000);
+        // a chunk declaring less than the cap: the cap
+        assert_eq!(page_limit(cap, &chunks, 50, 30), cap);
+        // a claim its compressed bytes cannot back (a page bomb): the cap
+        assert_eq!(page_limit(cap, &chunks, 0, 1), MAX_PAGE_RATIO.max(cap));
+        assert_eq!(page_limit(cap, &[(0, 50, 1 << 40)], 0, 0), MAX_PAGE_RATIO);
+        // outside every chunk, or before `check_metadata`: the cap
+        assert_eq!(page_limit(cap, &chunks, 95, 40), cap);
+        assert_eq!(page_limit(cap, &[], 0, 40), cap);
     }
 }
