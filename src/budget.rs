@@ -49,15 +49,15 @@ pub fn held_bytes(batch: &RecordBatch) -> usize {
     batch.get_array_memory_size()
 }
 
-/// What the column readers of one row group hold while it is decoded, by estimate: per leaf
-/// column (with `leaves`, those marked true) its uncompressed chunk up to one page of
-/// `PAGE_ESTIMATE`, the compressed page read for it, and its codec's state.
+/// What the column readers of one row group hold for their codecs while it is decoded, by
+/// estimate (per leaf column, with `leaves` those marked true); their pages are accounted as
+/// their headers are read (`GuardedInput::account_pages`).
 pub fn reader_state(rg: &RowGroupMetaData, leaves: Option<&[bool]>) -> usize {
     rg.columns()
         .iter()
         .enumerate()
         .filter(|(leaf, _)| leaves.is_none_or(|l| l.get(*leaf).copied().unwrap_or(false)))
-        .map(|(_, c)| crate::plan::column_reader_bytes(c) as usize)
+        .map(|(_, c)| crate::plan::codec_state(c.compression()) as usize)
         .sum()
 }
 

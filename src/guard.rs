@@ -30,6 +30,8 @@ use parquet::file::reader::{ChunkReader, Length};
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
+use crate::memory::{Accountant, Reservation};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Deepest schema accepted (real schemas nest a handful of levels; parquet-rs recurses per level).
@@ -72,18 +74,20 @@ pub struct GuardedInput {
     /// The column chunks the footer declares (start, end, uncompressed bytes), by start, once
     /// `check_metadata` has seen them (shared by every handle on the input).
     chunks: Arc<std::sync::OnceLock<Vec<(u64, u64, u64)>>>,
+    /// With `account_pages`: the pages its readers hold, accounted (shared by its clones).
+    pages: Option<Arc<PageAccount>>,
 }
 
 impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let len = file.metadata()?.len();
-        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default(), chunks: Default::default() })
+        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default(), chunks: Default::default(), pages: None })
     }
 
     /// Another handle on the same descriptor (positional reads share no offset).
     pub fn try_clone(&self) -> std::io::Result<Self> {
-        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default(), chunks: self.chunks.clone() })
+        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default(), chunks: self.chunks.clone(), pages: self.pages.clone() })
     }
 
     /// Checks the footer's schema depth (see `check_footer`).
@@ -138,9 +142,9 @@ impl GuardedInput {
     fn check_page_header(&self, start: u64, input: &mut BufReader<PositionalRead>) -> std::result::Result<(), String> {
         let left = self.len.saturating_sub(start).min(MAX_PAGE_HEADER);
         let mut thrift = Thrift::new(&mut *input, left);
-        let sizes = thrift.page_sizes();
+        let sizes = thrift.page_header();
         let consumed = left - thrift.left;
-        let (uncompressed, compressed) = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
+        let (uncompressed, compressed, dictionary) = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
         let limit = self.page_limit(start, compressed);
         if uncompressed > limit {
             return Err(format!(
@@ -153,7 +157,58 @@ impl GuardedInput {
         if let Ok(mut bodies) = self.bodies.lock() {
             bodies.insert(start + consumed);
         }
+        if let (Some(account), Some(chunk)) = (&self.pages, self.chunk_at(start)) {
+            account.page(chunk, uncompressed + compressed, dictionary.then_some(uncompressed));
+        }
         input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
+    }
+
+    /// Where the column chunk holding `start` begins.
+    fn chunk_at(&self, start: u64) -> Option<u64> {
+        let chunks = self.chunks.get()?;
+        let i = chunks.partition_point(|c| c.0 <= start);
+        i.checked_sub(1).and_then(|i| chunks.get(i)).filter(|c| start < c.1).map(|c| c.0)
+    }
+
+    /// From now on, the pages read through this input (and its clones) are accounted with
+    /// `memory`: per column chunk its latest page (compressed and decompressed) and its decoded
+    /// dictionary, by the sizes the page headers declare.
+    pub fn account_pages(&mut self, memory: &Accountant) {
+        self.pages = Some(Arc::new(PageAccount { held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
+    }
+
+    /// The row group being read is done with: its pages are no longer held.
+    pub fn release_pages(&self) {
+        if let Some(account) = &self.pages {
+            account.clear();
+        }
+    }
+}
+
+/// Pages an input's column readers hold, by column chunk: (decoded dictionary, latest page).
+struct PageAccount {
+    held: std::sync::Mutex<(Reservation, HashMap<u64, (u64, u64)>)>,
+}
+
+impl PageAccount {
+    fn page(&self, chunk: u64, bytes: u64, dictionary: Option<u64>) {
+        if let Ok(mut held) = self.held.lock() {
+            let (reservation, chunks) = &mut *held;
+            let entry = chunks.entry(chunk).or_default();
+            entry.1 = bytes;
+            if let Some(d) = dictionary {
+                entry.0 = d;
+            }
+            let total: u64 = chunks.values().map(|(d, p)| d + p).sum();
+            reservation.resize(usize::try_from(total).unwrap_or(usize::MAX));
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut held) = self.held.lock() {
+            held.0.free();
+            held.1.clear();
+        }
     }
 }
 
@@ -413,18 +468,20 @@ impl<R: Read> Thrift<R> {
     }
 
     /// A PageHeader's (uncompressed_page_size, compressed_page_size); the rest is skipped.
-    fn page_sizes(&mut self) -> TResult<(u64, u64)> {
-        let (mut uncompressed, mut compressed) = (None, None);
+    /// A PageHeader's uncompressed and compressed sizes, and whether it is a dictionary page.
+    fn page_header(&mut self) -> TResult<(u64, u64, bool)> {
+        let (mut uncompressed, mut compressed, mut dictionary) = (None, None, false);
         let mut last = 0;
         while let Some((id, t)) = self.field(&mut last)? {
             match (id, t) {
+                (1, 5) => dictionary = self.zigzag()? == 2,
                 (2, 5) => uncompressed = Some(self.zigzag()?),
                 (3, 5) => compressed = Some(self.zigzag()?),
                 _ => self.skip(t, 1)?,
             }
         }
         match (uncompressed, compressed) {
-            (Some(u), Some(c)) if u >= 0 && c >= 0 => Ok((u as u64, c as u64)),
+            (Some(u), Some(c)) if u >= 0 && c >= 0 => Ok((u as u64, c as u64, dictionary)),
             _ => Err("page sizes missing or negative".into()),
         }
     }
@@ -479,12 +536,15 @@ mod tests {
     fn page_sizes_and_bounds() {
         // type=DATA_PAGE(0), uncompressed=300, compressed=120, then a crc and stop
         let header = [0x15, 0x00, 0x15, 0xd8, 0x04, 0x15, 0xf0, 0x01, 0x15, 0x02, 0x00];
-        assert_eq!(Thrift::new(&header[..], header.len() as u64).page_sizes(), Ok((300, 120)));
+        assert_eq!(Thrift::new(&header[..], header.len() as u64).page_header(), Ok((300, 120, false)));
+        // the same as a dictionary page (type 2)
+        let dictionary = [0x15, 0x04, 0x15, 0xd8, 0x04, 0x15, 0xf0, 0x01, 0x00];
+        assert_eq!(Thrift::new(&dictionary[..], dictionary.len() as u64).page_header(), Ok((300, 120, true)));
         // a binary field claiming more bytes than are left
         let lying = [0x18, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00];
-        assert!(Thrift::new(&lying[..], lying.len() as u64).page_sizes().unwrap_err().contains("only"));
+        assert!(Thrift::new(&lying[..], lying.len() as u64).page_header().unwrap_err().contains("only"));
         // a stream that ends inside the header
-        assert!(Thrift::new(&header[..4], 4).page_sizes().is_err());
+        assert!(Thrift::new(&header[..4], 4).page_header().is_err());
     }
 
     #[test]

@@ -42,19 +42,11 @@ pub struct InputSummary {
 /// (parquet-rs, Arrow C++, hyparquet-writer).
 pub const PAGE_ESTIMATE: u64 = 1 << 20;
 
-/// What an open column chunk reader holds, by estimate: its uncompressed chunk up to one page of
-/// `PAGE_ESTIMATE`, the compressed page it was read from, and its codec's state.
-pub fn column_reader_bytes(c: &ColumnChunkMetaData) -> u64 {
-    let page = u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE);
-    let compressed = u64::try_from(c.compressed_size()).unwrap_or(0).min(page);
-    page + compressed + codec_state(c.compression())
-}
-
 /// What an open column chunk reader holds for its codec besides the page: parquet-rs creates a
 /// codec per column chunk, and a zstd one holds a decompression context (and an idle compression
 /// context) with its buffers; inflate keeps a 32 KiB window. (Measured: 30 readers of 56 columns
 /// on a third zstd, a third gzip inputs held ~150 MB more than their pages.)
-fn codec_state(codec: Compression) -> u64 {
+pub fn codec_state(codec: Compression) -> u64 {
     match codec {
         Compression::ZSTD(_) => 256 << 10,
         Compression::GZIP(_) | Compression::BROTLI(_) => 64 << 10,

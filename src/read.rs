@@ -142,7 +142,8 @@ pub struct SegmentReader<'a, 'f> {
     next: usize,
     open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)>,
     current: Option<RowGroupReader<'a>>,
-    /// The open row group's column readers: their pages and codecs, by estimate.
+    /// The open row group's column readers' codecs, by estimate (their pages are accounted by
+    /// the input as their headers are read: `GuardedInput::account_pages`).
     pages: Reservation,
 }
 
@@ -172,6 +173,9 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             check_cancel(self.cancel)?;
             if self.current.is_none() {
                 self.pages.free();
+                if let Some((_, file, ..)) = &self.open {
+                    file.release_pages();
+                }
                 let Some(segment) = self.segments.get(self.next) else { return Ok(None) };
                 self.next += 1;
                 self.current = self.open_segment(segment)?;
@@ -235,7 +239,8 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         let path = input.path.as_path();
         if self.open.as_ref().map(|(i, ..)| *i) != Some(segment.input) {
             drop(self.open.take()); // one open input at a time
-            let file = open_input(path, limits.page_cap)?;
+            let mut file = open_input(path, limits.page_cap)?;
+            file.account_pages(&plan.memory);
             let (meta, adapter) = reader_metadata(plan, path, &file)?;
             self.open = Some((segment.input, file, meta, adapter));
         }
@@ -276,6 +281,8 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         let roots = roots.as_deref();
         let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref(), &plan.dictionary_columns);
+        // The pages of the row group before are gone; this one's are accounted as they are read.
+        file.release_pages();
         self.pages.resize(crate::budget::reader_state(rg, leaves.as_deref()));
         let mut batch_size = rows_per_batch(per_row, limits).min(rows);
         if skip.selection.is_some() {

@@ -124,12 +124,15 @@ fn fail(path: &Path, msg: String) -> CompactError {
 /// Decodes row group `i` of `meta` from the file at `path` into `found`.
 fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &ReadLimits, memory: &crate::memory::Accountant, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
     check_cancel(cancel)?;
-    let file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
+    let mut file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
     let Some(rg) = meta.metadata().row_groups().get(i) else { return Err(fail(path, format!("row group {i} missing"))) };
+    // (the chunks' byte ranges, so that each page read is accounted to its chunk)
+    file.check_metadata(path, meta.metadata())?;
+    file.account_pages(memory);
     let per_row = estimate_row_bytes(&file, rg, None, &HashSet::new());
     let batch_size = rows_per_batch(per_row, limits);
-    // Accounted: the column readers' pages, and each decoded batch while it is digested.
-    let _pages = memory.hold(crate::budget::reader_state(rg, None));
+    // Accounted: the column readers' codecs and pages, and each decoded batch while digested.
+    let _codecs = memory.hold(crate::budget::reader_state(rg, None));
     let mut held = memory.hold((per_row * batch_size as f64) as usize);
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
         .with_row_groups(vec![i])
