@@ -19,34 +19,23 @@ use std::time::Instant;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [out, codec, inputs @ ..] = args.as_slice() else {
-        return Err(
-            "usage: bare <out.parquet> <zstd|snappy|gzip|lz4|none>[:level] <input.parquet>..."
-                .into(),
-        );
+        return Err("usage: bare <out.parquet> <zstd|snappy|gzip|lz4|none>[:level] <input.parquet>...".into());
     };
     let compression = compression(codec)?;
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir)?;
     }
     let started = Instant::now();
-    let props = WriterProperties::builder()
-        .set_compression(compression)
-        .build();
+    let props = WriterProperties::builder().set_compression(compression).build();
     let mut writer: Option<ArrowWriter<File>> = None;
     let mut rows = 0usize;
     for input in inputs {
         // Rows per batch small enough that fat strings never overflow 32-bit offsets.
-        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(input)?)?
-            .with_batch_size(1024)
-            .build()?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(input)?)?.with_batch_size(1024).build()?;
         for batch in reader {
             let batch = batch?;
             if writer.is_none() {
-                writer = Some(ArrowWriter::try_new(
-                    File::create(out)?,
-                    batch.schema(),
-                    Some(props.clone()),
-                )?);
+                writer = Some(ArrowWriter::try_new(File::create(out)?, batch.schema(), Some(props.clone()))?);
             }
             if let Some(w) = writer.as_mut() {
                 w.write(&batch)?;
@@ -57,10 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(w) = writer {
         w.close()?;
     }
-    println!(
-        "{{\"tool\":\"bare\",\"rows\":{rows},\"elapsedMs\":{}}}",
-        started.elapsed().as_secs_f64() * 1000.0
-    );
+    println!("{{\"tool\":\"bare\",\"rows\":{rows},\"elapsedMs\":{}}}", started.elapsed().as_secs_f64() * 1000.0);
     Ok(())
 }
 
@@ -77,9 +63,7 @@ fn compression(spec: &str) -> Result<Compression, Box<dyn std::error::Error>> {
         ("snappy", None) => Compression::SNAPPY,
         ("lz4", None) => Compression::LZ4_RAW,
         ("none" | "uncompressed", None) => Compression::UNCOMPRESSED,
-        (c, Some(_)) if ["snappy", "lz4", "none", "uncompressed"].contains(&c) => {
-            return Err(format!("codec {c} takes no level").into())
-        }
+        (c, Some(_)) if ["snappy", "lz4", "none", "uncompressed"].contains(&c) => return Err(format!("codec {c} takes no level").into()),
         (other, _) => return Err(format!("unknown codec {other}").into()),
     })
 }

@@ -36,11 +36,7 @@ pub fn rows_per_batch(per_row_bytes: f64, limits: &ReadLimits) -> usize {
 /// Decoded bytes of the rows a batch holds (buffers shared with other batches count in full
 /// only for the slice this batch sees).
 pub fn decoded_size(batch: &RecordBatch) -> usize {
-    batch
-        .columns()
-        .iter()
-        .map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size()))
-        .sum()
+    batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size())).sum()
 }
 
 /// Bytes a batch really holds: its buffers' capacities (a buffer shared with other batches, a

@@ -6,26 +6,26 @@
 //! callback. Memory: that of the read and write stages (one decoded batch plus the open
 //! row group), independent of the number or size of the inputs.
 
-use crate::dedupe::Deduper;
-use crate::error::{CompactError, Result};
-use crate::options::Options;
-use crate::plan::{build_plan, Plan};
-use crate::group::{group, FirstPass, Groups, TupleGroup};
-use crate::iceberg::partition::Partitioner;
 use crate::budget::ReadLimits;
-use crate::error::check_cancel;
-use crate::read::{read_segments, Batch, RowFilters};
-use arrow_array::RecordBatch;
+use crate::dedupe::Deduper;
+use crate::digest::Digest;
 use crate::divert::Diverter;
+use crate::error::check_cancel;
+use crate::error::{CompactError, Result};
+use crate::group::{group, FirstPass, Groups, TupleGroup};
 use crate::iceberg::deletes::DeleteIndex;
 use crate::iceberg::input::InputFile;
+use crate::iceberg::partition::Partitioner;
+use crate::merge::{merge_runs, plan_merge};
+use crate::options::Options;
+use crate::plan::{build_plan, Plan};
+use crate::read::{read_segments, Batch, RowFilters};
 use crate::report::{build_report, CompactReport};
 use crate::sort::{sorting_columns, OrderCheck, Sorter};
-use crate::merge::{merge_runs, plan_merge};
 use crate::spill::SpillDir;
-use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
-use crate::digest::Digest;
 use crate::verify::{compare, verify, verify_as_written, Fault};
+use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
+use arrow_array::RecordBatch;
 use parquet::file::metadata::SortingColumn;
 use parquet::file::properties::WriterProperties;
 use roaring::RoaringTreemap;
@@ -55,7 +55,12 @@ struct Totals {
 
 /// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
 /// `files` are paths (`String`, `&str`) or `InputFile`s with their deletes.
-pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+pub fn compact<F: Clone + Into<InputFile>>(
+    files: &[F],
+    opts: &Options,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(&Progress),
+) -> Result<CompactReport> {
     let files: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
     let started = Instant::now();
     check_cancel(cancel)?;
@@ -89,7 +94,8 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
         });
         // Declared after `outputs`, so dropped (run files removed) before it.
         let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix, &plan.memory);
-        let mut writing = Writing::new(&plan, opts, &props, &grouped, deletes.as_ref(), &mut stages, &mut outputs, &mut spill, cancel, progress);
+        let mut writing =
+            Writing::new(&plan, opts, &props, &grouped, deletes.as_ref(), &mut stages, &mut outputs, &mut spill, cancel, progress);
         writing.notify = verifier.as_ref().map(|(tx, _)| tx.clone());
         for g in &grouped.tuples {
             writing.write_tuple(g)?;
@@ -119,7 +125,13 @@ pub fn compact<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: 
             d.publish()?;
         }
         check_cancel(cancel)?;
-        let mut report = build_report(&plan, files_written.iter().map(|f| f.report.clone()).collect(), totals.rows_read, totals.rows_written, started.elapsed().as_secs_f64() * 1000.0);
+        let mut report = build_report(
+            &plan,
+            files_written.iter().map(|f| f.report.clone()).collect(),
+            totals.rows_read,
+            totals.rows_written,
+            started.elapsed().as_secs_f64() * 1000.0,
+        );
         report.rows_deleted = totals.rows_deleted;
         report.duplicates_dropped = duplicates_dropped + stages.deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
         report.files_spilled = spill.files_spilled;
@@ -193,13 +205,21 @@ struct Grouped {
 
 /// Groups the rows into tuples; with `partitionBy` and `dedupeBy` also settles dedupe for the
 /// whole call (see `group::FirstPass`), and with `sortBy` checks the rows' order.
-fn group_tuples(plan: &Plan, opts: &Options, stages: &mut Stages, deletes: Option<&DeleteIndex>, limits: &ReadLimits, cancel: &AtomicBool) -> Result<Grouped> {
+fn group_tuples(
+    plan: &Plan,
+    opts: &Options,
+    stages: &mut Stages,
+    deletes: Option<&DeleteIndex>,
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+) -> Result<Grouped> {
     let mut first_pass = match (&stages.partitioner, stages.deduper.as_mut()) {
         (Some(_), Some(d)) => Some(FirstPass { deduper: d, diverter: stages.diverter.as_ref(), duplicates: Vec::new() }),
         _ => None,
     };
     stages.order = opts.sort_by.as_ref().map(|keys| OrderCheck::new(&plan.arrow_schema, keys)).transpose()?;
-    let Groups { tuples, equality_deleted } = group(plan, stages.partitioner.as_mut(), deletes, first_pass.as_mut(), stages.order.as_mut(), limits, cancel)?;
+    let Groups { tuples, equality_deleted } =
+        group(plan, stages.partitioner.as_mut(), deletes, first_pass.as_mut(), stages.order.as_mut(), limits, cancel)?;
     let duplicates = first_pass.map(|fp| fp.duplicates);
     if duplicates.is_some() {
         stages.deduper = None;
@@ -254,7 +274,13 @@ impl<'a, 'p> Writing<'a, 'p> {
         // from the bitmaps: their row groups may be read for several tuples, or not at all.
         for (i, input) in plan.inputs.iter().enumerate() {
             let deleted = deletes.map(|d| d.positions_deleted(i, input.rows)).unwrap_or(0);
-            let dups = grouped.duplicates.as_ref().and_then(|d| d.get(i)).and_then(|b| b.as_ref()).map(|b| b.range_cardinality(0..input.rows)).unwrap_or(0);
+            let dups = grouped
+                .duplicates
+                .as_ref()
+                .and_then(|d| d.get(i))
+                .and_then(|b| b.as_ref())
+                .map(|b| b.range_cardinality(0..input.rows))
+                .unwrap_or(0);
             totals.rows_read += deleted + dups;
             totals.rows_deleted += deleted;
             duplicates_dropped += dups;
@@ -300,7 +326,16 @@ impl<'a, 'p> Writing<'a, 'p> {
             _ => None,
         };
         let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
-            Some(keys) => Some(Sorter::new(&plan.arrow_schema, keys, opts.batch_bytes, opts.batch_rows, opts.threads > 1, self.spill, cancel, &plan.memory)?),
+            Some(keys) => Some(Sorter::new(
+                &plan.arrow_schema,
+                keys,
+                opts.batch_bytes,
+                opts.batch_rows,
+                opts.threads > 1,
+                self.spill,
+                cancel,
+                &plan.memory,
+            )?),
             None => None,
         };
         // Batches joining a sort buffer (¾ batchBytes, one more being spilled beside it) are a
@@ -422,7 +457,8 @@ fn verify_outputs(
     if let Some((tx, handle)) = verifier {
         crate::testhooks::pause("verify");
         drop(tx);
-        let found = handle.join().map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::guard::panic_message(&*p))))??;
+        let found =
+            handle.join().map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::guard::panic_message(&*p))))??;
         compare(&found, expected, files.first().map(|f| f.tmp_path.as_path()))
     } else if opts.verify {
         verify(files, plan, limits, expected, cancel)
@@ -533,7 +569,12 @@ fn data_file_location(prefix: Option<&str>, path: &str) -> String {
 
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).
 /// Afterwards the memory the call freed is handed back to the OS (see `release_free_memory`).
-pub fn run_guarded<F: Clone + Into<InputFile>>(files: &[F], opts: &Options, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+pub fn run_guarded<F: Clone + Into<InputFile>>(
+    files: &[F],
+    opts: &Options,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(&Progress),
+) -> Result<CompactReport> {
     let outcome = guard(|| compact(files, opts, cancel, progress));
     crate::heap::release_free_memory();
     outcome

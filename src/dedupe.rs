@@ -50,8 +50,10 @@ impl Deduper {
     /// Per row of `batch`: is it the first occurrence of its key (or a null key)? Records the
     /// keys; counts nothing.
     pub fn first_occurrences(&mut self, batch: &RecordBatch) -> Result<Vec<bool>> {
-        let keys = batch.column_by_name(&self.name).ok_or_else(|| CompactError::Internal(format!("dedupe column '{}' not decoded", self.name)))?;
-        let rows = self.converter.convert_columns(&[keys.clone()]).map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
+        let keys =
+            batch.column_by_name(&self.name).ok_or_else(|| CompactError::Internal(format!("dedupe column '{}' not decoded", self.name)))?;
+        let rows =
+            self.converter.convert_columns(&[keys.clone()]).map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
         let mut keep = Vec::with_capacity(batch.num_rows());
         for (i, row) in rows.iter().enumerate() {
             if keys.is_null(i) {

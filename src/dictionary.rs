@@ -30,7 +30,12 @@ const MIN_REUSE: f64 = 4.0;
 
 /// `field` with its string and binary leaves whose paths are in `leaves` (through structs)
 /// as dictionaries; the paths converted are added to `converted`.
-pub fn with_dictionaries(field: &FieldRef, path: &mut Vec<String>, leaves: &HashSet<Vec<String>>, converted: &mut Vec<Vec<String>>) -> FieldRef {
+pub fn with_dictionaries(
+    field: &FieldRef,
+    path: &mut Vec<String>,
+    leaves: &HashSet<Vec<String>>,
+    converted: &mut Vec<Vec<String>>,
+) -> FieldRef {
     path.push(field.name().clone());
     let data_type = match field.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary if leaves.contains(path.as_slice()) => {
@@ -96,7 +101,9 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
         for (leaf, rows, entries) in candidates.iter_mut() {
             let path = descr.column(*leaf).path().clone();
             let Some(col) = rg.columns().iter().find(|c| *c.column_path() == path) else { continue };
-            let Ok(mut pages) = SerializedPageReader::new(handle.clone(), col, usize::try_from(rg.num_rows()).unwrap_or(0), None) else { continue };
+            let Ok(mut pages) = SerializedPageReader::new(handle.clone(), col, usize::try_from(rg.num_rows()).unwrap_or(0), None) else {
+                continue;
+            };
             if let Ok(Ok(Some(Page::DictionaryPage { num_values, .. }))) = crate::guard::contain(|| pages.get_next_page()) {
                 *rows += u64::try_from(col.num_values()).unwrap_or(0);
                 *entries += u64::from(num_values);

@@ -136,8 +136,8 @@ fn struct_hashes(array: &StructArray) -> Result<Vec<u128>> {
 
 /// Lists, maps and other nested cells: the `arrow-row` encoding of each cell, hashed.
 fn encoded_hashes(array: &dyn Array) -> Result<Vec<u128>> {
-    let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
-        .map_err(|e| CompactError::Internal(format!("digest: {e}")))?;
+    let converter =
+        RowConverter::new(vec![SortField::new(array.data_type().clone())]).map_err(|e| CompactError::Internal(format!("digest: {e}")))?;
     let full = arrow_array::make_array(array.to_data());
     let mut out = Vec::with_capacity(array.len());
     let mut offset = 0;
@@ -153,8 +153,8 @@ fn encoded_hashes(array: &dyn Array) -> Result<Vec<u128>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Int64Array, LargeStringArray, ListArray};
     use arrow_array::types::Int32Type;
+    use arrow_array::{Int64Array, LargeStringArray, ListArray};
     use arrow_schema::{Field, Schema};
     use std::sync::Arc;
 
@@ -195,7 +195,8 @@ mod tests {
         assert_ne!(whole, digest(&[a.clone(), a.slice(0, 1)]));
         // a dictionary-encoded column digests as its values do
         let plain = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, true)]));
-        let dict = Arc::new(Schema::new(vec![Field::new("s", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true)]));
+        let dict =
+            Arc::new(Schema::new(vec![Field::new("s", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true)]));
         let values = [Some("fat"), None, Some("fat"), Some("thin"), Some("")];
         let as_plain = RecordBatch::try_new(plain, vec![Arc::new(arrow_array::StringArray::from(values.to_vec()))]).unwrap();
         let as_dict: arrow_array::DictionaryArray<Int32Type> = values.iter().copied().collect();
@@ -206,7 +207,8 @@ mod tests {
         let nulls: arrow_array::DictionaryArray<Int32Type> = [None::<&str>, None].into_iter().collect();
         assert_eq!(nulls.values().len(), 0);
         let as_dict = RecordBatch::try_new(as_dict.schema(), vec![Arc::new(nulls)]).unwrap();
-        let as_plain = RecordBatch::try_new(as_plain.schema(), vec![Arc::new(arrow_array::StringArray::from(vec![None::<&str>, None]))]).unwrap();
+        let as_plain =
+            RecordBatch::try_new(as_plain.schema(), vec![Arc::new(arrow_array::StringArray::from(vec![None::<&str>, None]))]).unwrap();
         assert_eq!(digest(&[as_plain.clone()]), digest(&[as_dict.clone()]));
         assert_eq!(crate::dictionary::plain_size(&as_dict), 16);
         // values moving between columns of one row change it too

@@ -13,7 +13,8 @@ pub struct CreatedDirs(Vec<PathBuf>);
 impl CreatedDirs {
     /// Creates `dir` (and missing parents) as the directory option `what` names.
     pub fn create(dir: &Path, what: &str) -> Result<CreatedDirs> {
-        let created: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
+        let created: Vec<PathBuf> =
+            dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(dir).map_err(|e| CompactError::io(dir, &e))?;
         if !std::fs::metadata(dir).map_err(|e| CompactError::io(dir, &e))?.is_dir() {
             return Err(CompactError::io_msg(dir, format!("{what} is not a directory")));

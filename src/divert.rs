@@ -8,16 +8,16 @@
 //! Memory: the side file's open row group, closed at `batchRows` rows / `batchBytes` decoded
 //! bytes like the data files'; one matched value at a time.
 
+use crate::dirs::{sync_dir, CreatedDirs};
+use crate::encode::ColumnWriter;
 use crate::error::{CompactError, Result};
 use crate::options::{DivertSpec, Options};
 use crate::plan::Plan;
 use crate::read::Batch;
-use crate::dirs::{sync_dir, CreatedDirs};
 use crate::write::{open_writer, write_error};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::DataType;
-use crate::encode::ColumnWriter;
 use parquet::file::properties::WriterProperties;
 use parquet_variant::Variant;
 use serde_json::Value;
@@ -59,9 +59,18 @@ impl<'a> Diverter<'a> {
         let column = crate::unify::option_column(&plan.arrow_schema, "divert", &spec.column)?;
         let dt = plan.arrow_schema.field(column).data_type();
         let kind = match dt {
-            DataType::Struct(fields) if fields.len() == 2 && fields.iter().all(|f| f.data_type() == &DataType::LargeBinary) && fields.find("metadata").is_some() && fields.find("value").is_some() => Kind::Variant,
+            DataType::Struct(fields)
+                if fields.len() == 2
+                    && fields.iter().all(|f| f.data_type() == &DataType::LargeBinary)
+                    && fields.find("metadata").is_some()
+                    && fields.find("value").is_some() =>
+            {
+                Kind::Variant
+            }
             DataType::LargeUtf8 | DataType::Utf8 if !spec.path.is_empty() => Kind::Json,
-            _ if !spec.path.is_empty() => return Err(invalid(format!("'path' needs a VARIANT or JSON-string column; '{}' is {dt}", spec.column))),
+            _ if !spec.path.is_empty() => {
+                return Err(invalid(format!("'path' needs a VARIANT or JSON-string column; '{}' is {dt}", spec.column)))
+            }
             DataType::LargeUtf8 | DataType::Utf8 | DataType::Boolean => Kind::Plain,
             d if d.is_numeric() => Kind::Plain,
             _ => return Err(invalid(format!("column '{}' of type {dt} cannot be compared with a JSON value", spec.column))),
@@ -96,9 +105,11 @@ impl<'a> Diverter<'a> {
             return Ok(batch);
         }
         let mask: BooleanArray = matches.iter().map(|m| Some(*m)).collect();
-        let diverted = arrow_select::filter::filter_record_batch(&batch.batch, &mask).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
+        let diverted =
+            arrow_select::filter::filter_record_batch(&batch.batch, &mask).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
         let keep: BooleanArray = matches.iter().map(|m| Some(!*m)).collect();
-        let kept = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
+        let kept =
+            arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
         self.write(&diverted, batch.share_of(hits))?;
         Ok(batch.retain(kept))
     }
@@ -134,7 +145,10 @@ impl<'a> Diverter<'a> {
         w.inner().sync_all().map_err(|e| CompactError::io(&self.tmp, &e))?;
         let written: i64 = meta.row_groups().iter().map(|rg| rg.num_rows()).sum();
         if written != self.rows as i64 {
-            return Err(CompactError::VerifyFailed { path: self.tmp.display().to_string(), msg: format!("side file holds {written} rows, {} were diverted", self.rows) });
+            return Err(CompactError::VerifyFailed {
+                path: self.tmp.display().to_string(),
+                msg: format!("side file holds {written} rows, {} were diverted", self.rows),
+            });
         }
         Ok(())
     }

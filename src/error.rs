@@ -2,8 +2,8 @@
 //! the README and index.d.ts (`err.code` in JS); messages name the file, and the column where one is involved.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompactError {

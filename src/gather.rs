@@ -15,9 +15,9 @@
 
 use crate::dictionary::has_dictionary;
 use crate::error::{CompactError, Result};
+use arrow_array::builder::GenericByteBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType, Int32Type};
-use arrow_array::builder::GenericByteBuilder;
 use arrow_array::{make_array, Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
@@ -63,7 +63,13 @@ fn share_column(arrays: Vec<ArrayRef>, room: &mut usize) -> Result<Vec<ArrayRef>
                     let dictionary = array.as_dictionary::<Int32Type>();
                     let keys = dictionary.keys();
                     let remapped: Vec<i32> = (0..keys.len())
-                        .map(|i| if keys.is_valid(i) { usize::try_from(keys.value(i)).ok().and_then(|k| mapping.get(k).copied()).unwrap_or(0) } else { 0 })
+                        .map(|i| {
+                            if keys.is_valid(i) {
+                                usize::try_from(keys.value(i)).ok().and_then(|k| mapping.get(k).copied()).unwrap_or(0)
+                            } else {
+                                0
+                            }
+                        })
                         .collect();
                     let keys = Int32Array::new(remapped.into(), keys.nulls().cloned());
                     DictionaryArray::<Int32Type>::try_new(keys, values.clone())
@@ -166,7 +172,8 @@ fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Resul
         DataType::Dictionary(..) => {
             let dictionaries: Vec<_> = arrays.iter().filter_map(|a| a.as_any_dictionary_opt()).collect();
             let values = dictionaries.first().map(|d| d.values().to_data());
-            let shared = dictionaries.len() == arrays.len() && values.as_ref().is_some_and(|v| dictionaries.iter().all(|d| d.values().to_data().ptr_eq(v)));
+            let shared = dictionaries.len() == arrays.len()
+                && values.as_ref().is_some_and(|v| dictionaries.iter().all(|d| d.values().to_data().ptr_eq(v)));
             match (shared, values) {
                 (true, Some(values)) => {
                     let keys: Vec<&dyn Array> = dictionaries.iter().map(|d| d.keys() as &dyn Array).collect();
@@ -239,7 +246,9 @@ mod tests {
         (0..b.num_rows())
             .map(|i| {
                 let a = s.is_valid(i).then(|| sv.value(s.keys().value(i) as usize).to_string());
-                let c = g.is_valid(i).then(|| gd.is_valid(i).then(|| String::from_utf8(gv.value(gd.keys().value(i) as usize).to_vec()).unwrap()));
+                let c = g
+                    .is_valid(i)
+                    .then(|| gd.is_valid(i).then(|| String::from_utf8(gv.value(gd.keys().value(i) as usize).to_vec()).unwrap()));
                 (a, c)
             })
             .collect()
@@ -276,7 +285,8 @@ mod tests {
         let values: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
         let column: ArrayRef = Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(vec![0, 1, 1, 0]), values).unwrap());
         let schema = Arc::new(Schema::new(vec![Field::new("s", column.data_type().clone(), true)]));
-        let batches = vec![RecordBatch::try_new(schema.clone(), vec![column.clone()]).unwrap(), RecordBatch::try_new(schema, vec![column]).unwrap()];
+        let batches =
+            vec![RecordBatch::try_new(schema.clone(), vec![column.clone()]).unwrap(), RecordBatch::try_new(schema, vec![column]).unwrap()];
         let (after, bytes) = share(&batches, 1 << 20).unwrap();
         assert_eq!(bytes, 0);
         assert!(after.iter().zip(&batches).all(|(a, b)| a.column(0).to_data().ptr_eq(&b.column(0).to_data())));

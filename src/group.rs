@@ -7,18 +7,18 @@
 //!
 //! Memory: the partition columns of one batch; per tuple, the list of its row groups.
 
-use crate::error::Result;
-use crate::iceberg::partition::Partitioner;
-use crate::plan::Plan;
-use crate::iceberg::deletes::DeleteIndex;
+use crate::budget::ReadLimits;
 use crate::dedupe::Deduper;
 use crate::divert::Diverter;
-use roaring::RoaringTreemap;
 use crate::error::CompactError;
-use arrow_array::{BooleanArray, RecordBatch};
-use crate::sort::OrderCheck;
-use crate::budget::ReadLimits;
+use crate::error::Result;
+use crate::iceberg::deletes::DeleteIndex;
+use crate::iceberg::partition::Partitioner;
+use crate::plan::Plan;
 use crate::read::{all_segments, read_segments, RowFilters, Segment};
+use crate::sort::OrderCheck;
+use arrow_array::{BooleanArray, RecordBatch};
+use roaring::RoaringTreemap;
 use std::sync::atomic::AtomicBool;
 
 /// What grouping found: the tuples, and (with `partitionBy`) the rows equality deletes
@@ -81,10 +81,15 @@ pub fn group(
             // are counted there).
             let filters = RowFilters { deletes, ..RowFilters::default() };
             let roots = order.roots().to_vec();
-            read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| order.observe(&batch.batch, None, segment.input, segment.row_group))?;
+            read_segments(plan, &all_segments(plan), Some(&roots), limits, cancel, filters, |segment, batch| {
+                order.observe(&batch.batch, None, segment.input, segment.row_group)
+            })?;
             presorted = order.in_order(0);
         }
-        return Ok(Groups { tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes, presorted }], equality_deleted: None });
+        return Ok(Groups {
+            tuples: vec![TupleGroup { tuple: None, segments: all_segments(plan), input_bytes, presorted }],
+            equality_deleted: None,
+        });
     };
     let mut roots = partitioner.source_roots();
     if let Some(order) = order.as_deref() {
@@ -127,7 +132,8 @@ pub fn group(
             let (rows, positions): (&RecordBatch, Vec<u64>) = match &diverted {
                 Some(m) => {
                     let keep: BooleanArray = m.iter().map(|d| Some(!*d)).collect();
-                    filtered = arrow_select::filter::filter_record_batch(&batch.batch, &keep).map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
+                    filtered = arrow_select::filter::filter_record_batch(&batch.batch, &keep)
+                        .map_err(|e| CompactError::Internal(format!("divert: {e}")))?;
                     (&filtered, batch.positions.iter().zip(m).filter(|(_, d)| !**d).map(|(p, _)| *p).collect())
                 }
                 None => (&batch.batch, std::mem::take(&mut batch.positions)),

@@ -22,16 +22,16 @@
 //! while it is checked.
 
 use crate::error::{CompactError, Result};
+use crate::memory::{Accountant, Reservation};
 use crate::testhooks::disabled;
 use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
-use crate::memory::{Accountant, Reservation};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Deepest schema accepted (real schemas nest a handful of levels; parquet-rs recurses per level).
@@ -48,7 +48,8 @@ pub fn contain<T>(step: impl FnOnce() -> T) -> std::result::Result<T, String> {
     if disabled("input") {
         return Ok(step());
     }
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).map_err(|payload| format!("the decoder failed: {}", panic_message(&*payload)))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
+        .map_err(|payload| format!("the decoder failed: {}", panic_message(&*payload)))
 }
 
 /// The message a panic was raised with.
@@ -82,12 +83,28 @@ impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let len = file.metadata()?.len();
-        Ok(GuardedInput { file: Arc::new(file), len, page_cap, enabled: !disabled("input"), bodies: Default::default(), chunks: Default::default(), pages: None })
+        Ok(GuardedInput {
+            file: Arc::new(file),
+            len,
+            page_cap,
+            enabled: !disabled("input"),
+            bodies: Default::default(),
+            chunks: Default::default(),
+            pages: None,
+        })
     }
 
     /// Another handle on the same descriptor (positional reads share no offset).
     pub fn try_clone(&self) -> std::io::Result<Self> {
-        Ok(GuardedInput { file: self.file.clone(), len: self.len, page_cap: self.page_cap, enabled: self.enabled, bodies: Default::default(), chunks: self.chunks.clone(), pages: self.pages.clone() })
+        Ok(GuardedInput {
+            file: self.file.clone(),
+            len: self.len,
+            page_cap: self.page_cap,
+            enabled: self.enabled,
+            bodies: Default::default(),
+            chunks: self.chunks.clone(),
+            pages: self.pages.clone(),
+        })
     }
 
     /// Checks the footer's schema depth (see `check_footer`).
@@ -117,7 +134,10 @@ impl GuardedInput {
                     return Err(CompactError::corrupt(
                         path,
                         Some(col.column_path().string()),
-                        format!("row group {g}: column chunk declares {len} bytes at offset {start}, outside the file ({} bytes)", self.len),
+                        format!(
+                            "row group {g}: column chunk declares {len} bytes at offset {start}, outside the file ({} bytes)",
+                            self.len
+                        ),
                     ));
                 }
                 chunks.push((start as u64, start as u64 + len as u64, col.uncompressed_size().max(0) as u64));
@@ -310,7 +330,10 @@ impl ChunkReader for GuardedInput {
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         if self.enabled && start.checked_add(length as u64).is_none_or(|end| end > self.len) {
-            return Err(ParquetError::EOF(format!("{length} bytes at offset {start} declared, past the end of the file ({} bytes)", self.len)));
+            return Err(ParquetError::EOF(format!(
+                "{length} bytes at offset {start} declared, past the end of the file ({} bytes)",
+                self.len
+            )));
         }
         let mut buffer = vec![0u8; length];
         read_exact_at(&self.file, &mut buffer, start).map_err(|e| match e.kind() {
@@ -338,7 +361,9 @@ fn check_footer(file: &Arc<File>, len: u64) -> std::result::Result<(), String> {
     let f = PositionalRead::new(file.clone(), len - 8 - footer_len);
     let mut r = Thrift::new(BufReader::new(f.take(footer_len)), footer_len);
     match r.schema_depth() {
-        Ok(depth) if depth > MAX_SCHEMA_DEPTH => Err(format!("schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} accepted")),
+        Ok(depth) if depth > MAX_SCHEMA_DEPTH => {
+            Err(format!("schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} accepted"))
+        }
         _ => Ok(()),
     }
 }
@@ -438,7 +463,11 @@ impl<R: Read> Thrift<R> {
                 let (et, n) = self.list_header()?;
                 for _ in 0..n {
                     // booleans inside lists take a byte each
-                    if et == 1 || et == 2 { self.byte().map(|_| ())? } else { self.skip(et, depth + 1)? }
+                    if et == 1 || et == 2 {
+                        self.byte().map(|_| ())?
+                    } else {
+                        self.skip(et, depth + 1)?
+                    }
                 }
                 Ok(())
             }

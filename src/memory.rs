@@ -64,7 +64,9 @@ impl std::fmt::Debug for Accountant {
 
 impl Accountant {
     pub fn new(limit: usize) -> Self {
-        Accountant { inner: Arc::new(Inner { limit, used: AtomicUsize::new(0), peak: AtomicUsize::new(0), freed: (Mutex::new(()), Condvar::new()) }) }
+        Accountant {
+            inner: Arc::new(Inner { limit, used: AtomicUsize::new(0), peak: AtomicUsize::new(0), freed: (Mutex::new(()), Condvar::new()) }),
+        }
     }
 
     /// An accountant for a call with this `batchBytes` (limit: `call_bound`).
@@ -138,7 +140,8 @@ impl Accountant {
     /// Adds `bytes` if they fit the limit (atomically with other threads' reservations).
     fn try_add(&self, bytes: usize) -> bool {
         let limit = self.limit();
-        let before = self.inner.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| used.checked_add(bytes).filter(|n| *n <= limit));
+        let before =
+            self.inner.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| used.checked_add(bytes).filter(|n| *n <= limit));
         let fits = before.is_ok();
         if let Ok(before) = before {
             self.inner.peak.fetch_max(before + bytes, Ordering::Relaxed);

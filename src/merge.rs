@@ -14,13 +14,13 @@
 //! next output batch (⅛ batchBytes, and the batches they are picked from). A run's reader is
 //! opened when the merge reaches its first key and dropped after its last row.
 
+use crate::budget::ReadLimits;
 use crate::error::Result;
 use crate::group::TupleGroup;
 use crate::iceberg::deletes::DeleteIndex;
-use crate::plan::Plan;
-use crate::budget::ReadLimits;
-use crate::read::{RowFilters, Segment, SegmentReader};
 use crate::kmerge;
+use crate::plan::Plan;
+use crate::read::{RowFilters, Segment, SegmentReader};
 use crate::sort::{OrderCheck, SegmentKeys};
 use arrow_array::RecordBatch;
 use arrow_row::OwnedRow;
@@ -114,7 +114,9 @@ pub fn merge_runs(
     };
     let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1), measured: false };
     let empty = || RecordBatch::new_empty(plan.arrow_schema.clone());
-    kmerge::merge(&firsts, open, out, empty, cancel, |m| sink(Batch::made(m.batch, m.decoded_bytes, m.input_bytes, m.deleted, &plan.memory)))
+    kmerge::merge(&firsts, open, out, empty, cancel, |m| {
+        sink(Batch::made(m.batch, m.decoded_bytes, m.input_bytes, m.deleted, &plan.memory))
+    })
 }
 
 /// A run of the inputs as the merge reads it: its row groups, decoded in order.

@@ -5,11 +5,11 @@
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
 use crate::gate::Gate;
-use crate::options::{Options, RawValue};
 use crate::iceberg::metrics::BoundValue;
 use crate::iceberg::partition::PartitionValue;
-use crate::report::{ColumnReport, CompactReport, FileReport};
 use crate::node_values::{CopiedBuffer, OrderedObject, TypedValue};
+use crate::options::{Options, RawValue};
+use crate::report::{ColumnReport, CompactReport, FileReport};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, ValueType};
@@ -362,13 +362,15 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
             "signal" if vt == ValueType::Object => signal = Some(value),
             "signal" if vt != ValueType::Undefined && vt != ValueType::Null => return Err(invalid("'signal' must be an AbortSignal")),
             "onProgress" if vt == ValueType::Function => on_progress = Some(value),
-            "onProgress" if vt != ValueType::Undefined && vt != ValueType::Null => {
-                return Err(invalid("'onProgress' must be a function"))
-            }
+            "onProgress" if vt != ValueType::Undefined && vt != ValueType::Null => return Err(invalid("'onProgress' must be a function")),
             _ => {}
         }
         // The signal and callback are taken as they are above, not converted.
-        let converted = if key == "signal" || key == "onProgress" { RawValue::Other(format!("{vt:?}").to_lowercase()) } else { raw_value(env, &value)? };
+        let converted = if key == "signal" || key == "onProgress" {
+            RawValue::Other(format!("{vt:?}").to_lowercase())
+        } else {
+            raw_value(env, &value)?
+        };
         entries.push((key, converted));
     }
     let options = Options::from_raw(&entries).map_err(Prep::Compact)?;
@@ -383,9 +385,8 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
             flag.store(true, Ordering::SeqCst);
             Ok(())
         })?;
-        let add: Function<FnArgs<(String, Unknown)>, Unknown> = signal
-            .get_named_property("addEventListener")
-            .map_err(|_| invalid("'signal' must be an AbortSignal (no addEventListener)"))?;
+        let add: Function<FnArgs<(String, Unknown)>, Unknown> =
+            signal.get_named_property("addEventListener").map_err(|_| invalid("'signal' must be an AbortSignal (no addEventListener)"))?;
         add.apply(signal, FnArgs::from(("abort".to_string(), listener.to_unknown())))?;
         *hook = Some(AbortHook { signal: signal.create_ref()?, listener: listener.create_ref()? });
     }

@@ -40,8 +40,23 @@ impl RawValue {
 
 /// Option keys of the README's API table (and `CompactOptions` in index.d.ts). `signal` and `onProgress` are consumed by the N-API layer.
 pub const KNOWN_KEYS: &[&str] = &[
-    "outDir", "targetFileBytes", "batchRows", "batchBytes", "sortBy", "sortOrderId", "partitionBy",
-    "dedupeBy", "compression", "compressionLevel", "fileNamePrefix", "verify", "tmpDir", "divert", "outLocation", "threads", "signal",
+    "outDir",
+    "targetFileBytes",
+    "batchRows",
+    "batchBytes",
+    "sortBy",
+    "sortOrderId",
+    "partitionBy",
+    "dedupeBy",
+    "compression",
+    "compressionLevel",
+    "fileNamePrefix",
+    "verify",
+    "tmpDir",
+    "divert",
+    "outLocation",
+    "threads",
+    "signal",
     "onProgress",
 ];
 
@@ -137,9 +152,7 @@ impl Options {
 
     /// Validates the raw options object: `entries` are all own enumerable keys of the JS object.
     pub fn from_raw(entries: &[(String, RawValue)]) -> Result<Self> {
-        let get = |key: &str| -> RawValue {
-            entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined)
-        };
+        let get = |key: &str| -> RawValue { entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined) };
         for (key, _) in entries {
             if !KNOWN_KEYS.contains(&key.as_str()) {
                 return Err(invalid(format!("unknown option '{key}'")));
@@ -312,7 +325,9 @@ fn partition_by(value: &RawValue) -> Result<Option<Vec<PartitionField>>> {
                 ("transform", RawValue::Undefined | RawValue::Null) => {}
                 ("transform", RawValue::String(t)) => {
                     transform = Transform::parse(&t.to_ascii_lowercase()).ok_or_else(|| {
-                        invalid(format!("'partitionBy'[{i}].transform '{t}' is not one of identity, year, month, day, hour, bucket[N], truncate[W]"))
+                        invalid(format!(
+                            "'partitionBy'[{i}].transform '{t}' is not one of identity, year, month, day, hour, bucket[N], truncate[W]"
+                        ))
                     })?
                 }
                 _ => return Err(invalid(format!("'partitionBy'[{i}]: unexpected '{key}' ({})", v.type_name()))),
@@ -349,14 +364,20 @@ fn divert(value: &RawValue) -> Result<Option<DivertSpec>> {
                 for (j, item) in items.iter().enumerate() {
                     match item {
                         RawValue::String(k) => path.push(k.clone()),
-                        other => return Err(invalid(format!("'divert.path'[{j}] must be a string (an object key), got {}", other.type_name()))),
+                        other => {
+                            return Err(invalid(format!("'divert.path'[{j}] must be a string (an object key), got {}", other.type_name())))
+                        }
                     }
                 }
             }
             ("equals", RawValue::String(x)) => equals = Some(serde_json::Value::String(x.clone())),
             ("equals", RawValue::Bool(b)) => equals = Some(serde_json::Value::Bool(*b)),
             ("equals", RawValue::Number(n)) => {
-                equals = Some(serde_json::Number::from_f64(*n).map(serde_json::Value::Number).ok_or_else(|| invalid("'divert.equals' must be a finite number".into()))?)
+                equals = Some(
+                    serde_json::Number::from_f64(*n)
+                        .map(serde_json::Value::Number)
+                        .ok_or_else(|| invalid("'divert.equals' must be a finite number".into()))?,
+                )
             }
             ("to", RawValue::String(t)) if !t.is_empty() => to = Some(PathBuf::from(t)),
             _ => return Err(invalid(format!("'divert': unexpected '{key}' ({})", v.type_name()))),
@@ -395,7 +416,10 @@ fn sort_by(value: &RawValue) -> Result<Option<Vec<SortKey>>> {
     let mut keys: Vec<SortKey> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let RawValue::Object(entries) = item else {
-            return Err(invalid(format!("'sortBy'[{i}] must be an object {{ column, descending?, nullsFirst? }}, got {}", item.type_name())));
+            return Err(invalid(format!(
+                "'sortBy'[{i}] must be an object {{ column, descending?, nullsFirst? }}, got {}",
+                item.type_name()
+            )));
         };
         let (mut column, mut descending, mut nulls_first) = (None, false, None);
         for (key, v) in entries {
@@ -455,9 +479,7 @@ fn compression(value: &RawValue, level: Option<f64>) -> Result<Option<Compressio
         "snappy" => Ok(Compression::SNAPPY),
         "lz4" => Ok(Compression::LZ4_RAW),
         "none" | "uncompressed" => Ok(Compression::UNCOMPRESSED),
-        other => Err(invalid(format!(
-            "'compression' must be one of 'zstd', 'snappy', 'gzip', 'lz4', 'none'; got '{other}'"
-        ))),
+        other => Err(invalid(format!("'compression' must be one of 'zstd', 'snappy', 'gzip', 'lz4', 'none'; got '{other}'"))),
     };
     codec.map(Some)
 }
@@ -519,10 +541,16 @@ mod tests {
     fn partition_spec() {
         let o = Options::from_raw(&raw(&[
             ("outDir", RawValue::String("/tmp/x".into())),
-            ("partitionBy", RawValue::Array(vec![
-                RawValue::Object(vec![("column".into(), RawValue::String("date".into()))]),
-                RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("transform".into(), RawValue::String("bucket[8]".into()))]),
-            ])),
+            (
+                "partitionBy",
+                RawValue::Array(vec![
+                    RawValue::Object(vec![("column".into(), RawValue::String("date".into()))]),
+                    RawValue::Object(vec![
+                        ("column".into(), RawValue::String("ts".into())),
+                        ("transform".into(), RawValue::String("bucket[8]".into())),
+                    ]),
+                ]),
+            ),
         ]))
         .unwrap();
         assert_eq!(
@@ -543,7 +571,14 @@ mod tests {
         };
         let o = Options::from_raw(&raw(&[
             ("outDir", RawValue::String("/tmp/x".into())),
-            ("sortBy", RawValue::Array(vec![key("ts", vec![]), key("n", vec![("descending".into(), RawValue::Bool(true))]), key("m", vec![("nullsFirst".into(), RawValue::Bool(false))])])),
+            (
+                "sortBy",
+                RawValue::Array(vec![
+                    key("ts", vec![]),
+                    key("n", vec![("descending".into(), RawValue::Bool(true))]),
+                    key("m", vec![("nullsFirst".into(), RawValue::Bool(false))]),
+                ]),
+            ),
             ("sortOrderId", RawValue::Number(7.0)),
             ("tmpDir", RawValue::String("/tmp/spill".into())),
         ]))
@@ -572,21 +607,70 @@ mod tests {
             vec![base.clone(), ("compression", RawValue::String("snappy".into())), ("compressionLevel", RawValue::Number(3.0))],
             vec![base.clone(), ("compressionLevel", RawValue::Number(99.0))],
             vec![base.clone(), ("compressionLevel", RawValue::Number(3.0))],
-            vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("to".into(), RawValue::String("/tmp/d".into()))]))],
-            vec![base.clone(), ("divert", RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("equals".into(), RawValue::Null), ("to".into(), RawValue::String("/tmp/d".into()))]))],
+            vec![
+                base.clone(),
+                (
+                    "divert",
+                    RawValue::Object(vec![
+                        ("column".into(), RawValue::String("a".into())),
+                        ("to".into(), RawValue::String("/tmp/d".into())),
+                    ]),
+                ),
+            ],
+            vec![
+                base.clone(),
+                (
+                    "divert",
+                    RawValue::Object(vec![
+                        ("column".into(), RawValue::String("a".into())),
+                        ("equals".into(), RawValue::Null),
+                        ("to".into(), RawValue::String("/tmp/d".into())),
+                    ]),
+                ),
+            ],
             vec![base.clone(), ("outLocation", RawValue::Number(1.0))],
             vec![base.clone(), ("threads", RawValue::Number(0.0))],
             vec![base.clone(), ("threads", RawValue::Number(1.5))],
-            vec![base.clone(), ("partitionBy", RawValue::Array(vec![
-                RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("name".into(), RawValue::String("p".into()))]),
-                RawValue::Object(vec![("column".into(), RawValue::String("b".into())), ("name".into(), RawValue::String("p".into()))]),
-            ]))],
-            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("a".into())), ("name".into(), RawValue::Number(1.0))])]))],
+            vec![
+                base.clone(),
+                (
+                    "partitionBy",
+                    RawValue::Array(vec![
+                        RawValue::Object(vec![
+                            ("column".into(), RawValue::String("a".into())),
+                            ("name".into(), RawValue::String("p".into())),
+                        ]),
+                        RawValue::Object(vec![
+                            ("column".into(), RawValue::String("b".into())),
+                            ("name".into(), RawValue::String("p".into())),
+                        ]),
+                    ]),
+                ),
+            ],
+            vec![
+                base.clone(),
+                (
+                    "partitionBy",
+                    RawValue::Array(vec![RawValue::Object(vec![
+                        ("column".into(), RawValue::String("a".into())),
+                        ("name".into(), RawValue::Number(1.0)),
+                    ])]),
+                ),
+            ],
             vec![base.clone(), ("fileNamePrefix", RawValue::String("../evil".into()))],
             vec![base.clone(), ("fileNamePrefix", RawValue::String("a/b".into()))],
             vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],
             vec![base.clone(), ("sortBy", RawValue::Array(vec![RawValue::String("ts".into())]))],
-            vec![base.clone(), ("sortBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("descending".into(), RawValue::String("yes".into()))])]))],
+            vec![
+                base.clone(),
+                (
+                    "sortBy",
+                    RawValue::Array(vec![RawValue::Object(vec![
+                        ("column".into(), RawValue::String("ts".into())),
+                        ("descending".into(), RawValue::String("yes".into())),
+                    ])]),
+                ),
+            ],
             vec![base.clone(), ("sortOrderId", RawValue::Number(3.0))],
             vec![base.clone(), ("sortOrderId", RawValue::Number(-1.0))],
             vec![base.clone(), ("tmpDir", RawValue::Number(1.0))],
@@ -594,8 +678,20 @@ mod tests {
             vec![base.clone(), ("dedupeBy", RawValue::Number(1.0))],
             vec![base.clone(), ("partitionBy", RawValue::Object(vec![]))],
             vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::String("date".into())]))],
-            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("column".into(), RawValue::String("ts".into())), ("transform".into(), RawValue::String("days".into()))])]))],
-            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("transform".into(), RawValue::String("day".into()))])]))],
+            vec![
+                base.clone(),
+                (
+                    "partitionBy",
+                    RawValue::Array(vec![RawValue::Object(vec![
+                        ("column".into(), RawValue::String("ts".into())),
+                        ("transform".into(), RawValue::String("days".into())),
+                    ])]),
+                ),
+            ],
+            vec![
+                base.clone(),
+                ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("transform".into(), RawValue::String("day".into()))])])),
+            ],
             vec![base.clone(), ("targetFileByte", RawValue::Number(1e6))],
         ] {
             let err = Options::from_raw(&raw(&bad)).unwrap_err();

@@ -7,15 +7,15 @@
 use crate::error::{CompactError, Result};
 use crate::guard::{contain, GuardedInput};
 use crate::iceberg::input::{DeleteSource, InputFile};
-use parquet::basic::{Compression, Encoding, PageType};
-use parquet::file::metadata::ColumnChunkMetaData;
 use crate::unify::unify;
-use parquet::file::reader::Length;
-use std::collections::{HashMap, HashSet};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::basic::{Compression, Encoding, PageType};
+use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
+use parquet::file::reader::Length;
 use parquet::schema::types::{SchemaDescriptor, Type};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -177,7 +177,8 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let flags = |c: &parquet::schema::types::ColumnDescPtr| leaves.get(&c.path().string());
     let dictionary_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| f.dictionary)).collect();
     let nullable_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_none_or(|f| f.nullable || f.files < inputs.len())).collect();
-    let fully_dictionary_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| !f.plain_pages && f.files == inputs.len())).collect();
+    let fully_dictionary_leaves =
+        parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| !f.plain_pages && f.files == inputs.len())).collect();
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
@@ -216,7 +217,12 @@ fn summarize(
         let n = u64::try_from(rg.num_rows()).map_err(|_| CompactError::corrupt(path, None, "negative row count"))?;
         rows = rows.saturating_add(n);
         data_bytes = data_bytes.saturating_add(u64::try_from(rg.compressed_size()).unwrap_or(0));
-        reader_bytes.push(rg.columns().iter().map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE) + codec_state(c.compression())).sum());
+        reader_bytes.push(
+            rg.columns()
+                .iter()
+                .map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE) + codec_state(c.compression()))
+                .sum(),
+        );
         for col in rg.columns() {
             let bytes = u64::try_from(col.compressed_size()).unwrap_or(0);
             match codecs.iter_mut().find(|(c, _)| *c == col.compression()) {
@@ -293,7 +299,10 @@ pub fn all_dictionary_encoded(column: &ColumnChunkMetaData) -> bool {
     column.dictionary_page_offset().is_some()
         && match (column.page_encoding_stats_mask(), column.page_encoding_stats()) {
             (Some(mask), _) => mask.is_only(Encoding::RLE_DICTIONARY) || mask.is_only(Encoding::PLAIN_DICTIONARY),
-            (None, Some(stats)) => stats.iter().filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)).all(|s| dictionary(&s.encoding)),
+            (None, Some(stats)) => stats
+                .iter()
+                .filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2))
+                .all(|s| dictionary(&s.encoding)),
             (None, None) => false,
         }
 }

@@ -16,22 +16,22 @@
 //! partition tuples are filtered to the tuple being written in the same pass.
 
 use crate::budget::{decoded_size, estimate_row_bytes, held_bytes, rows_per_batch, ReadLimits};
-use crate::memory::{Accountant, Reservation};
+use crate::dictionary::schema_with_dictionaries;
 use crate::error::{check_cancel, CompactError, Result};
-use crate::unify::widen_array;
+use crate::guard::{contain, GuardedInput};
+use crate::iceberg::deletes::DeleteIndex;
+use crate::memory::{Accountant, Reservation};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::same_field;
-use crate::dictionary::schema_with_dictionaries;
-use crate::iceberg::deletes::DeleteIndex;
+use crate::unify::widen_array;
 use arrow_array::BooleanArray;
-use roaring::RoaringTreemap;
-use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use arrow_array::{make_array, new_null_array, ArrayRef};
-use arrow_schema::SchemaRef;
 use arrow_array::{Array, RecordBatch};
+use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
-use crate::guard::{contain, GuardedInput};
+use roaring::RoaringTreemap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -163,8 +163,26 @@ struct RowGroupReader<'a> {
 }
 
 impl<'a, 'f> SegmentReader<'a, 'f> {
-    pub fn new(plan: &'a Plan, segments: &'a [Segment], roots: Option<&'a [usize]>, limits: &'a ReadLimits, cancel: &'a AtomicBool, filters: RowFilters<'f>) -> Self {
-        SegmentReader { plan, segments, roots, limits, cancel, filters, next: 0, open: None, current: None, pages: plan.memory.reservation() }
+    pub fn new(
+        plan: &'a Plan,
+        segments: &'a [Segment],
+        roots: Option<&'a [usize]>,
+        limits: &'a ReadLimits,
+        cancel: &'a AtomicBool,
+        filters: RowFilters<'f>,
+    ) -> Self {
+        SegmentReader {
+            plan,
+            segments,
+            roots,
+            limits,
+            cancel,
+            filters,
+            next: 0,
+            open: None,
+            current: None,
+            pages: plan.memory.reservation(),
+        }
     }
 
     /// The next batch and the segment it comes from; `None` after the last segment.
@@ -279,7 +297,8 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             r
         });
         let roots = roots.as_deref();
-        let leaves: Option<Vec<bool>> = roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
+        let leaves: Option<Vec<bool>> =
+            roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref(), &plan.dictionary_columns);
         // The pages of the row group before are gone; this one's are accounted as they are read.
         file.release_pages();
@@ -376,7 +395,8 @@ fn drop_rows(batch: RecordBatch, selected: Option<&[bool]>, deleted: Option<&[bo
             Some(kept)
         })
         .collect();
-    let kept = arrow_select::filter::filter_record_batch(&batch, &keep).map_err(|e| CompactError::Internal(format!("dropping rows: {e}")))?;
+    let kept =
+        arrow_select::filter::filter_record_batch(&batch, &keep).map_err(|e| CompactError::Internal(format!("dropping rows: {e}")))?;
     Ok(Dropped { batch: kept, deleted: gone, positions: kept_positions })
 }
 
@@ -428,7 +448,8 @@ fn adapt(path: &Path, batch: RecordBatch, map: &[Option<usize>], schema: &Schema
         };
         columns.push(column);
     }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| CompactError::corrupt(path, None, format!("adapting to the unified schema: {e}")))
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| CompactError::corrupt(path, None, format!("adapting to the unified schema: {e}")))
 }
 
 /// Streams every row of every input, in order, to `sink`.

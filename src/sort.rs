@@ -18,15 +18,15 @@
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`).
 
+use crate::budget::{decoded_size, held_bytes};
 use crate::dictionary::{plain_size, size_without_dictionary_values};
+use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
 use crate::kmerge;
+use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
 use crate::plan::Plan;
-use crate::budget::{decoded_size, held_bytes};
-use crate::memory::{Accountant, Reservation};
-use crate::error::check_cancel;
 use crate::read::Batch;
 use crate::spill::{Run, RunReader, RunWriter, SpillDir, RUN_READ_STATE};
 use arrow_array::RecordBatch;
@@ -190,7 +190,9 @@ impl OrderCheck {
         let columns = self
             .names
             .iter()
-            .map(|name| batch.column_by_name(name).cloned().ok_or_else(|| CompactError::Internal(format!("sort key column '{name}' not decoded"))))
+            .map(|name| {
+                batch.column_by_name(name).cloned().ok_or_else(|| CompactError::Internal(format!("sort key column '{name}' not decoded")))
+            })
             .collect::<Result<Vec<_>>>()?;
         self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("sort keys: {e}")))
     }
@@ -232,7 +234,16 @@ pub struct Sorter<'a> {
 
 impl<'a> Sorter<'a> {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(schema: &SchemaRef, keys: &[SortKey], budget: usize, batch_rows: usize, background: bool, spill: &'a mut SpillDir, cancel: &'a AtomicBool, memory: &Accountant) -> Result<Self> {
+    pub fn new(
+        schema: &SchemaRef,
+        keys: &[SortKey],
+        budget: usize,
+        batch_rows: usize,
+        background: bool,
+        spill: &'a mut SpillDir,
+        cancel: &'a AtomicBool,
+        memory: &Accountant,
+    ) -> Result<Self> {
         let (columns, converter) = key_converter(schema, keys)?;
         Ok(Sorter {
             schema: schema.clone(),
@@ -376,7 +387,13 @@ impl<'a> Sorter<'a> {
         };
         let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
-        kmerge::merge(&firsts, open, limits, empty, self.cancel, |m| if m.batch.num_rows() > 0 { out(m.batch, m.decoded_bytes) } else { Ok(()) })
+        kmerge::merge(&firsts, open, limits, empty, self.cancel, |m| {
+            if m.batch.num_rows() > 0 {
+                out(m.batch, m.decoded_bytes)
+            } else {
+                Ok(())
+            }
+        })
     }
 }
 
@@ -418,7 +435,13 @@ impl SortJob {
     /// Sorts the buffer (stably) and hands it to `out` in chunks of about `chunk_bytes`
     /// decoded bytes and at most `chunk_rows` rows. The chunks share one dictionary per
     /// dictionary column where that fits (`gather::share`); returns those dictionaries' bytes.
-    fn emit_sorted(mut self, chunk_bytes: usize, chunk_rows: usize, cancel: Option<&AtomicBool>, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<usize> {
+    fn emit_sorted(
+        mut self,
+        chunk_bytes: usize,
+        chunk_rows: usize,
+        cancel: Option<&AtomicBool>,
+        mut out: impl FnMut(RecordBatch, usize) -> Result<()>,
+    ) -> Result<usize> {
         let buffer = std::mem::take(&mut self.buffer);
         if buffer.is_empty() {
             return Ok(0);

@@ -12,11 +12,9 @@
 //! (about 1 MiB at level 1) and a write buffer; a run being read holds one decoded chunk, the
 //! decoder's window (256 KiB) and a read buffer (64 KiB). `RUN_WRITE_STATE`/`RUN_READ_STATE`.
 
-use crate::error::{CompactError, Result};
 use crate::dirs::CreatedDirs;
+use crate::error::{CompactError, Result};
 use crate::memory::{Accountant, Reservation};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
@@ -24,6 +22,8 @@ use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Where one call's sorted runs are spilled.
 pub struct SpillDir {
@@ -95,7 +95,8 @@ impl SpillDir {
         let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
         let buffered = BufWriter::with_capacity(IO_BUFFER, file);
         let stream = zstd_encoder(buffered).map_err(|e| CompactError::io(&guard.path, &e))?;
-        let writer = StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
+        let writer =
+            StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         let state = self.memory.hold(RUN_WRITE_STATE);
         Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, _state: state })

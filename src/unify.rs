@@ -62,7 +62,12 @@ pub fn unify(schemas: &[(PathBuf, Arc<SchemaDescriptor>)]) -> Result<Vec<TypePtr
 }
 
 fn conflict(first: &Path, second: &Path, column: &str, msg: String) -> CompactError {
-    CompactError::SchemaConflict { first: first.display().to_string(), second: second.display().to_string(), column: column.to_string(), msg }
+    CompactError::SchemaConflict {
+        first: first.display().to_string(),
+        second: second.display().to_string(),
+        column: column.to_string(),
+        msg,
+    }
 }
 
 fn is_plain_integer(t: &Type) -> bool {
@@ -140,8 +145,12 @@ fn rebuild(t: &Type, optional: bool) -> std::result::Result<Type, String> {
 pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
     Some(match (a.data_type(), to) {
         (from, to) if from == to => a.clone(),
-        (DataType::Int32, DataType::Int64) => Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from)))),
-        (DataType::Float32, DataType::Float64) => Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from)))),
+        (DataType::Int32, DataType::Int64) => {
+            Arc::new(Int64Array::from_iter(a.as_primitive::<Int32Type>().iter().map(|v| v.map(i64::from))))
+        }
+        (DataType::Float32, DataType::Float64) => {
+            Arc::new(Float64Array::from_iter(a.as_primitive::<Float32Type>().iter().map(|v| v.map(f64::from))))
+        }
         _ => return None,
     })
 }
@@ -149,5 +158,7 @@ pub(crate) fn widen_array(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
 /// The index of the top-level column `column` that option `option` names, or an
 /// `ERR_INVALID_OPTIONS` error saying the inputs do not have it.
 pub fn option_column(schema: &arrow_schema::Schema, option: &str, column: &str) -> Result<usize> {
-    schema.index_of(column).map_err(|_| CompactError::InvalidOptions(format!("'{option}' names column '{column}', which the inputs do not have")))
+    schema
+        .index_of(column)
+        .map_err(|_| CompactError::InvalidOptions(format!("'{option}' names column '{column}', which the inputs do not have")))
 }

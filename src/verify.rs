@@ -11,25 +11,25 @@
 //! Memory: one decoded batch of one output at a time (sized as the read stage sizes batches;
 //! a quarter of `batchBytes` when it runs beside writing).
 
+use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::dictionary::{schema_with_dictionaries, without_dictionaries};
 use crate::digest::Digest;
+use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::guard::GuardedInput;
-use crate::plan::{base_reader_options, Plan};
-use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
-use crate::error::check_cancel;
-use crate::write::{Written, WrittenFile};
-use std::collections::{HashMap, HashSet};
-use arrow_schema::{FieldRef, Schema};
-use crate::dictionary::{schema_with_dictionaries, without_dictionaries};
 use crate::plan::all_dictionary_encoded;
-use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
+use crate::plan::{base_reader_options, Plan};
+use crate::write::{Written, WrittenFile};
+use arrow_schema::{FieldRef, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::file::metadata::ParquetMetaData;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
-use parquet::file::metadata::ParquetMetaData;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 
 pub fn verify(files: &[WrittenFile], plan: &Plan, limits: &ReadLimits, expected: &Digest, cancel: &AtomicBool) -> Result<()> {
     crate::testhooks::pause("verify");
@@ -75,7 +75,14 @@ pub fn verify_file(path: &Path, rows: u64, plan: &Plan, limits: &ReadLimits, can
 
 /// Re-reads one flushed row group of an output (`meta`: the file's schema and that row group)
 /// into `found`, while the file may still be written.
-pub fn verify_row_group(path: &Path, meta: Arc<ParquetMetaData>, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+pub fn verify_row_group(
+    path: &Path,
+    meta: Arc<ParquetMetaData>,
+    plan: &Plan,
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+    found: &mut Digest,
+) -> Result<()> {
     let meta = reader_metadata(meta, plan).map_err(|e| fail(path, format!("row group metadata: {e}")))?;
     digest_row_group(path, &meta, 0, limits, &plan.memory, cancel, found)
 }
@@ -89,7 +96,9 @@ fn reader_metadata(meta: Arc<ParquetMetaData>, plan: &Plan) -> std::result::Resu
     let plain: Vec<FieldRef> = plan.arrow_schema.fields().iter().map(without_dictionaries).collect();
     let plain = Arc::new(Schema::new_with_metadata(plain, plan.arrow_schema.metadata().clone()));
     let dictionary_leaves: HashSet<Vec<String>> = (0..meta.file_metadata().schema_descr().num_columns())
-        .filter(|&leaf| !meta.row_groups().is_empty() && meta.row_groups().iter().all(|rg| rg.columns().get(leaf).is_some_and(all_dictionary_encoded)))
+        .filter(|&leaf| {
+            !meta.row_groups().is_empty() && meta.row_groups().iter().all(|rg| rg.columns().get(leaf).is_some_and(all_dictionary_encoded))
+        })
         .map(|leaf| meta.file_metadata().schema_descr().column(leaf).path().parts().to_vec())
         .collect();
     if !dictionary_leaves.is_empty() {
@@ -122,7 +131,15 @@ fn fail(path: &Path, msg: String) -> CompactError {
 }
 
 /// Decodes row group `i` of `meta` from the file at `path` into `found`.
-fn digest_row_group(path: &Path, meta: &ArrowReaderMetadata, i: usize, limits: &ReadLimits, memory: &crate::memory::Accountant, cancel: &AtomicBool, found: &mut Digest) -> Result<()> {
+fn digest_row_group(
+    path: &Path,
+    meta: &ArrowReaderMetadata,
+    i: usize,
+    limits: &ReadLimits,
+    memory: &crate::memory::Accountant,
+    cancel: &AtomicBool,
+    found: &mut Digest,
+) -> Result<()> {
     check_cancel(cancel)?;
     let mut file = File::open(path).and_then(|f| GuardedInput::new(f, limits.page_cap)).map_err(|e| CompactError::io(path, &e))?;
     let Some(rg) = meta.metadata().row_groups().get(i) else { return Err(fail(path, format!("row group {i} missing"))) };
@@ -155,7 +172,10 @@ pub fn compare(found: &Digest, expected: &Digest, first: Option<&Path>) -> Resul
         let msg = if found.rows != expected.rows {
             format!("outputs hold {} rows, {} expected", found.rows, expected.rows)
         } else {
-            format!("outputs hold the expected {} rows, but their content digest differs from the input rows' ({found} vs {expected})", found.rows)
+            format!(
+                "outputs hold the expected {} rows, but their content digest differs from the input rows' ({found} vs {expected})",
+                found.rows
+            )
         };
         return Err(CompactError::VerifyFailed { path, msg });
     }
@@ -190,7 +210,8 @@ impl Fault {
             Fault::DropRow if n >= 1 => *batch = batch.slice(1, n - 1),
             Fault::AlterRow if n >= 2 => {
                 let indices = arrow_array::UInt32Array::from_iter_values((0..n as u32 - 1).chain([0]));
-                *batch = arrow_select::take::take_record_batch(batch, &indices).map_err(|e| CompactError::Internal(format!("fault: {e}")))?;
+                *batch =
+                    arrow_select::take::take_record_batch(batch, &indices).map_err(|e| CompactError::Internal(format!("fault: {e}")))?;
             }
             Fault::Panic => panic!("gencompact-test: injected panic"),
             _ => return Ok(false),

@@ -6,24 +6,24 @@
 //! plus the footer metadata of the open file, kept small by truncated statistics. Only one
 //! file is open at a time.
 
-use crate::memory::Reservation;
-use crate::testhooks;
+use crate::dirs::{sync_dir, CreatedDirs};
+use crate::encode::ColumnWriter;
 use crate::error::{parquet_io_error, CompactError, Result};
+use crate::memory::Reservation;
 use crate::options::Options;
 use crate::plan::Plan;
 use crate::read::Batch;
+use crate::report::{file_report, FileReport};
+use crate::testhooks;
 use arrow_array::RecordBatch;
-use crate::encode::ColumnWriter;
-use crate::dirs::{sync_dir, CreatedDirs};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
-use crate::report::{file_report, FileReport};
 use parquet::file::metadata::SortingColumn;
+use parquet::file::metadata::{FileMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use parquet::file::metadata::{FileMetaData, ParquetMetaData, RowGroupMetaData};
 
 /// Footer bytes per row group and leaf column before any file has been measured.
 const PRIOR_FOOTER_PER_LEAF: f64 = 220.0;
@@ -57,7 +57,14 @@ pub struct Outputs {
 impl Outputs {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
         let created_dirs = CreatedDirs::create(dir, "outDir")?;
-        Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, created: Vec::new(), created_dirs, committed: false })
+        Ok(Outputs {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            next_index: 0,
+            created: Vec::new(),
+            created_dirs,
+            committed: false,
+        })
     }
 
     /// Creates the next `<prefix>-<n>.parquet.tmp` exclusively (never through an existing path).
@@ -229,8 +236,28 @@ impl Calibration {
 impl<'a> RollingWriter<'a> {
     /// `input_bytes`: the compressed input bytes whose rows this writer will receive.
     /// `calibration`: what earlier writers of the call measured (`Calibration::default()` first).
-    pub fn new(plan: &'a Plan, opts: &'a Options, props: WriterProperties, outputs: &'a mut Outputs, input_bytes: f64, calibration: Calibration) -> Self {
-        RollingWriter { plan, opts, props, outputs, total_in: input_bytes, current: None, done: Vec::new(), consumed_in: 0.0, closed_bytes: 0, calibration, on_close: None, rows_written: 0 }
+    pub fn new(
+        plan: &'a Plan,
+        opts: &'a Options,
+        props: WriterProperties,
+        outputs: &'a mut Outputs,
+        input_bytes: f64,
+        calibration: Calibration,
+    ) -> Self {
+        RollingWriter {
+            plan,
+            opts,
+            props,
+            outputs,
+            total_in: input_bytes,
+            current: None,
+            done: Vec::new(),
+            consumed_in: 0.0,
+            closed_bytes: 0,
+            calibration,
+            on_close: None,
+            rows_written: 0,
+        }
     }
 
     /// Sends each flushed row group (once its bytes are in the file) and each closed file to `tx`.
@@ -400,9 +427,7 @@ impl<'a> RollingWriter<'a> {
     /// Includes the footer the file will get, estimated per row group from closed files.
     fn current_size(&self, writer: &ColumnWriter) -> f64 {
         let row_groups = writer.flushed_row_groups().len() + usize::from(writer.in_progress_rows() > 0);
-        writer.bytes_written() as f64
-            + writer.in_progress_size() as f64 * self.calibration.factor()
-            + self.calibration.footer(row_groups)
+        writer.bytes_written() as f64 + writer.in_progress_size() as f64 * self.calibration.factor() + self.calibration.footer(row_groups)
     }
 
     fn open(&mut self) -> Result<OpenFile> {

@@ -4,8 +4,8 @@
 use arrow_array::{Array, ArrayRef, BinaryArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use gencompact::budget::ReadLimits;
-use gencompact::read::read_all;
 use gencompact::compact;
+use gencompact::read::read_all;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::ParquetMetaDataReader;
 use std::fs::File;
@@ -26,7 +26,9 @@ fn batches_stay_within_batch_bytes_even_for_fat_dictionary_values() {
     let rg = meta.row_group(0);
     let naive_per_row = rg.total_byte_size() as f64 / rg.num_rows() as f64;
     assert!(naive_per_row < 5_000.0, "fixture must hide the fat value from the uncompressed size ({naive_per_row})");
-    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
+    let plan =
+        gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>())
+            .unwrap();
     let limits = ReadLimits::new(10_000, 1 << 20, 1 << 20);
     let mut rows = 0;
     let mut batches = 0;
@@ -45,7 +47,9 @@ fn batches_stay_within_batch_bytes_even_for_fat_dictionary_values() {
 fn a_row_larger_than_batch_bytes_is_a_batch_of_one() {
     let s = Scratch::new("one");
     let files = write_inputs(s.path(), 1, 50, 20_000, 10);
-    let plan = gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>()).unwrap();
+    let plan =
+        gencompact::plan::build_plan(&files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>())
+            .unwrap();
     let limits = ReadLimits::new(10_000, 4096, 4096);
     let mut sizes = Vec::new();
     read_all(&plan, &limits, &AtomicBool::new(false), |b| {
@@ -107,7 +111,11 @@ fn row_groups_close_at_batch_rows_and_batch_bytes() {
     let r = run(&files, &o).unwrap();
     let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&r.files[0].path).unwrap()).unwrap();
     assert!(meta.num_row_groups() >= 1500 * 1_000 / (64 << 10));
-    assert!(meta.row_groups().iter().all(|rg| rg.num_rows() <= 64), "{:?}", meta.row_groups().iter().map(|rg| rg.num_rows()).collect::<Vec<_>>());
+    assert!(
+        meta.row_groups().iter().all(|rg| rg.num_rows() <= 64),
+        "{:?}",
+        meta.row_groups().iter().map(|rg| rg.num_rows()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -118,7 +126,10 @@ fn output_keeps_schema_field_ids_and_key_value_metadata() {
     let r = run(&files, &opts(&out)).unwrap();
     let input = ParquetMetaDataReader::new().parse_and_finish(&File::open(&files[2]).unwrap()).unwrap();
     let output = ParquetMetaDataReader::new().parse_and_finish(&File::open(&r.files[0].path).unwrap()).unwrap();
-    assert_eq!(input.file_metadata().schema_descr().root_schema().get_fields(), output.file_metadata().schema_descr().root_schema().get_fields());
+    assert_eq!(
+        input.file_metadata().schema_descr().root_schema().get_fields(),
+        output.file_metadata().schema_descr().root_schema().get_fields()
+    );
     let kv = |m: &parquet::file::metadata::ParquetMetaData| -> Vec<(String, Option<String>)> {
         m.file_metadata().key_value_metadata().unwrap().iter().map(|k| (k.key.clone(), k.value.clone())).collect()
     };
@@ -264,7 +275,11 @@ fn schemas_are_unified_and_a_missing_required_column_conflicts() {
     // (last) one where `n` became INT64.
     let older = write(
         "older.parquet",
-        vec![field("id", DataType::Utf8, false, 1), field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2), field("n", DataType::Int32, true, 5)],
+        vec![
+            field("id", DataType::Utf8, false, 1),
+            field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2),
+            field("n", DataType::Int32, true, 5),
+        ],
         vec![
             Arc::new(StringArray::from(vec!["o1", "o2"])),
             Arc::new(TimestampMicrosecondArray::from(vec![1, 2]).with_timezone("+00:00")),
@@ -295,12 +310,13 @@ fn schemas_are_unified_and_a_missing_required_column_conflicts() {
     let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&r.files[0].path).unwrap()).unwrap();
     let n = meta.file_metadata().schema_descr().columns().iter().find(|c| c.name() == "n").unwrap().clone();
     assert_eq!(n.physical_type(), parquet::basic::Type::INT64);
-    let batches: Vec<RecordBatch> = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(&r.files[0].path).unwrap())
-        .unwrap()
-        .build()
-        .unwrap()
-        .map(|b| b.unwrap())
-        .collect();
+    let batches: Vec<RecordBatch> =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(&r.files[0].path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
     let all = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
     let ns = all.column_by_name("n").unwrap().as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().clone();
     assert_eq!(ns.value(20), 7);
@@ -312,8 +328,16 @@ fn schemas_are_unified_and_a_missing_required_column_conflicts() {
     // A REQUIRED column the other inputs lack cannot be filled with nulls.
     let strict = write(
         "strict.parquet",
-        vec![field("id", DataType::Utf8, false, 1), field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2), field("must", DataType::Int32, false, 9)],
-        vec![Arc::new(StringArray::from(vec!["s"])), Arc::new(TimestampMicrosecondArray::from(vec![4]).with_timezone("+00:00")), Arc::new(Int32Array::from(vec![1]))],
+        vec![
+            field("id", DataType::Utf8, false, 1),
+            field("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())), false, 2),
+            field("must", DataType::Int32, false, 9),
+        ],
+        vec![
+            Arc::new(StringArray::from(vec!["s"])),
+            Arc::new(TimestampMicrosecondArray::from(vec![4]).with_timezone("+00:00")),
+            Arc::new(Int32Array::from(vec![1])),
+        ],
     );
     let err = run(&[files[0].clone(), strict], &opts(&s.path().join("out2"))).unwrap_err();
     assert_eq!(err.code(), "ERR_SCHEMA_CONFLICT");

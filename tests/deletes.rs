@@ -21,7 +21,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 fn data_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(vec![field("n", DataType::Int64, false, 1), field("key", DataType::Utf8, true, 2), field("attrs", DataType::Utf8, true, 3)]))
+    Arc::new(Schema::new(vec![
+        field("n", DataType::Int64, false, 1),
+        field("key", DataType::Utf8, true, 2),
+        field("attrs", DataType::Utf8, true, 3),
+    ]))
 }
 
 /// A data file of `rows` rows in row groups of 7: n = f*1000 + i, key "k{i % 5}" (null every 11th).
@@ -31,8 +35,15 @@ fn data_file(dir: &Path, f: i64, rows: i64) -> PathBuf {
     let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), data_schema(), Some(props)).unwrap();
     let n: Vec<i64> = (0..rows).map(|i| f * 1000 + i).collect();
     let key: Vec<Option<String>> = (0..rows).map(|i| (i % 11 != 3).then(|| format!("k{}", i % 5))).collect();
-    let attrs: Vec<Option<String>> =
-        (0..rows).map(|i| Some(if i % 4 == 1 { r#"{"gateway":{"identity_source":"gateway_fallback"}}"#.to_string() } else { format!(r#"{{"gateway":{{"x":{i}}}}}"#) })).collect();
+    let attrs: Vec<Option<String>> = (0..rows)
+        .map(|i| {
+            Some(if i % 4 == 1 {
+                r#"{"gateway":{"identity_source":"gateway_fallback"}}"#.to_string()
+            } else {
+                format!(r#"{{"gateway":{{"x":{i}}}}}"#)
+            })
+        })
+        .collect();
     let cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(n)), Arc::new(StringArray::from(key)), Arc::new(StringArray::from(attrs))];
     w.write(&RecordBatch::try_new(data_schema(), cols).unwrap()).unwrap();
     w.close().unwrap();
@@ -40,9 +51,15 @@ fn data_file(dir: &Path, f: i64, rows: i64) -> PathBuf {
 }
 
 fn position_file(path: &Path, rows: &[(&str, i64)]) {
-    let schema = Arc::new(Schema::new(vec![field("file_path", DataType::Utf8, false, 2147483546), field("pos", DataType::Int64, false, 2147483545)]));
+    let schema = Arc::new(Schema::new(vec![
+        field("file_path", DataType::Utf8, false, 2147483546),
+        field("pos", DataType::Int64, false, 2147483545),
+    ]));
     let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), None).unwrap();
-    let cols: Vec<ArrayRef> = vec![Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))), Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1)))];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+    ];
     w.write(&RecordBatch::try_new(schema, cols).unwrap()).unwrap();
     w.close().unwrap();
 }
@@ -111,22 +128,48 @@ fn every_delete_kind_mixed_and_counted_once() {
     let pos = s.path().join("pos.parquet");
     // file 1 by location (not path), positions across row groups, one past the end (ignored),
     // position 8 also deleted by the vector below; a location no input has.
-    position_file(&pos, &[("s3://t/data/1.parquet", 0), ("s3://t/data/1.parquet", 8), ("s3://t/data/1.parquet", 29), ("s3://t/data/1.parquet", 40), ("s3://t/data/9.parquet", 1)]);
+    position_file(
+        &pos,
+        &[
+            ("s3://t/data/1.parquet", 0),
+            ("s3://t/data/1.parquet", 8),
+            ("s3://t/data/1.parquet", 29),
+            ("s3://t/data/1.parquet", 40),
+            ("s3://t/data/9.parquet", 1),
+        ],
+    );
     let dv = s.path().join("dv.puffin");
     let blobs = puffin(&dv, &[("s3://t/data/1.parquet", &[8, 9]), ("s3://t/data/2.parquet", &[1, 2, 3, 14, 15, 16, 17, 18, 19, 20])]);
     let eq = s.path().join("eq.parquet");
     equality_file(&eq, &[Some("k4"), None]);
     let input = |path: &PathBuf, loc: &str, deletes: Vec<DeleteSource>| InputFile { path: path.clone(), location: loc.into(), deletes };
     let files = vec![
-        input(&a, "s3://t/data/1.parquet", vec![DeleteSource::Position { path: pos.clone() }, DeleteSource::Vector { path: dv.clone(), offset: blobs[0].0, length: blobs[0].1 }]),
-        input(&b, "s3://t/data/2.parquet", vec![DeleteSource::Vector { path: dv.clone(), offset: blobs[1].0, length: blobs[1].1 }, DeleteSource::Position { path: pos.clone() }]),
+        input(
+            &a,
+            "s3://t/data/1.parquet",
+            vec![
+                DeleteSource::Position { path: pos.clone() },
+                DeleteSource::Vector { path: dv.clone(), offset: blobs[0].0, length: blobs[0].1 },
+            ],
+        ),
+        input(
+            &b,
+            "s3://t/data/2.parquet",
+            vec![
+                DeleteSource::Vector { path: dv.clone(), offset: blobs[1].0, length: blobs[1].1 },
+                DeleteSource::Position { path: pos.clone() },
+            ],
+        ),
         input(&c, "s3://t/data/3.parquet", vec![DeleteSource::Equality { path: eq.clone(), field_ids: vec![2] }]),
     ];
     let out = s.path().join("out");
     let mut o = Options::new(&out);
     o.batch_rows = 4;
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
-    let deleted: BTreeSet<i64> = [1000, 1008, 1009, 1029, 2001, 2002, 2003, 2014, 2015, 2016, 2017, 2018, 2019, 2020].into_iter().chain((0..30).filter(|i| matches!(key_of(*i).as_deref(), Some("k4") | None)).map(|i| 3000 + i)).collect();
+    let deleted: BTreeSet<i64> = [1000, 1008, 1009, 1029, 2001, 2002, 2003, 2014, 2015, 2016, 2017, 2018, 2019, 2020]
+        .into_iter()
+        .chain((0..30).filter(|i| matches!(key_of(*i).as_deref(), Some("k4") | None)).map(|i| 3000 + i))
+        .collect();
     let expected: BTreeSet<i64> = (1..=3).flat_map(|f| (0..30).map(move |i| f * 1000 + i)).filter(|n| !deleted.contains(n)).collect();
     assert_eq!(written(&out), expected);
     assert_eq!(r.rows_deleted, deleted.len() as u64);
@@ -140,10 +183,14 @@ fn every_delete_kind_mixed_and_counted_once() {
     o.sort_by = Some(vec![gencompact::options::SortKey { column: "n".into(), descending: true, nulls_first: false }]);
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
     let mut seen = BTreeSet::new();
-    let survivors: BTreeSet<i64> = expected.iter().copied().filter(|n| match key_of(n % 1000) {
-        None => true,
-        Some(k) => seen.insert(k),
-    }).collect();
+    let survivors: BTreeSet<i64> = expected
+        .iter()
+        .copied()
+        .filter(|n| match key_of(n % 1000) {
+            None => true,
+            Some(k) => seen.insert(k),
+        })
+        .collect();
     assert_eq!(written(&out2), survivors);
     assert_eq!(r.rows_read, r.rows_deleted + r.duplicates_dropped + r.rows_written);
 
@@ -153,7 +200,11 @@ fn every_delete_kind_mixed_and_counted_once() {
     let mut o = Options::new(&out3);
     o.batch_rows = 4;
     o.dedupe_by = Some("key".into());
-    o.partition_by = Some(vec![gencompact::iceberg::partition::PartitionField { column: "key".into(), transform: gencompact::iceberg::partition::Transform::Identity, name: "key".into() }]);
+    o.partition_by = Some(vec![gencompact::iceberg::partition::PartitionField {
+        column: "key".into(),
+        transform: gencompact::iceberg::partition::Transform::Identity,
+        name: "key".into(),
+    }]);
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
     assert_eq!(written(&out3), survivors);
     assert_eq!((r.rows_read, r.rows_deleted), (90, deleted.len() as u64));
@@ -168,7 +219,9 @@ fn bad_delete_files_fail_cleanly() {
     let blobs = puffin(&dv, &[("s3://t/1.parquet", &[1])]);
     let run = |deletes: Vec<DeleteSource>, loc: &str| {
         let out = s.path().join("out");
-        let err = compact(&[InputFile { path: a.clone(), location: loc.into(), deletes }], &Options::new(&out), &AtomicBool::new(false), &|_| {}).unwrap_err();
+        let err =
+            compact(&[InputFile { path: a.clone(), location: loc.into(), deletes }], &Options::new(&out), &AtomicBool::new(false), &|_| {})
+                .unwrap_err();
         assert!(!out.exists(), "outDir left behind");
         err
     };
@@ -197,19 +250,30 @@ fn divert_json_path_before_dedupe() {
     let to = s.path().join("side").join("resettle.parquet");
     let mut o = Options::new(&out);
     o.dedupe_by = Some("key".into());
-    o.divert = Some(DivertSpec { column: "attrs".into(), path: vec!["gateway".into(), "identity_source".into()], equals: "gateway_fallback".into(), to: to.clone() });
+    o.divert = Some(DivertSpec {
+        column: "attrs".into(),
+        path: vec!["gateway".into(), "identity_source".into()],
+        equals: "gateway_fallback".into(),
+        to: to.clone(),
+    });
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
     let all: Vec<i64> = (1..=2).flat_map(|f| (0..24).map(move |i| f * 1000 + i)).collect();
     let diverted: BTreeSet<i64> = all.iter().copied().filter(|n| n % 1000 % 4 == 1).collect();
     let mut seen = BTreeSet::new();
-    let kept: BTreeSet<i64> = all.iter().copied().filter(|n| !diverted.contains(n)).filter(|n| key_of(n % 1000).is_none_or(|k| seen.insert(k))).collect();
+    let kept: BTreeSet<i64> =
+        all.iter().copied().filter(|n| !diverted.contains(n)).filter(|n| key_of(n % 1000).is_none_or(|k| seen.insert(k))).collect();
     assert_eq!(written(&out), kept);
     assert_eq!(written(to.parent().unwrap()), diverted);
     assert_eq!(r.diverted, Some((to.display().to_string(), diverted.len() as u64)));
     assert_eq!(r.rows_read, r.duplicates_dropped + r.rows_written + diverted.len() as u64);
     // No row matches: no side file.
     let mut o = Options::new(s.path().join("out2"));
-    o.divert = Some(DivertSpec { column: "attrs".into(), path: vec!["gateway".into()], equals: "nothing".into(), to: s.path().join("none.parquet") });
+    o.divert = Some(DivertSpec {
+        column: "attrs".into(),
+        path: vec!["gateway".into()],
+        equals: "nothing".into(),
+        to: s.path().join("none.parquet"),
+    });
     let r = compact(&files, &o, &AtomicBool::new(false), &|_| {}).unwrap();
     assert_eq!(r.diverted.map(|d| d.1), Some(0));
     assert!(!s.path().join("none.parquet").exists());

@@ -29,7 +29,12 @@ fn rows_of(path: &str) -> Vec<(String, i64, Option<Vec<u8>>, Option<String>)> {
         let fat = b.column(2).as_binary::<i32>();
         let body = b.column(3).as_string::<i32>();
         for i in 0..b.num_rows() {
-            out.push((id.value(i).to_string(), ts.value(i), fat.is_valid(i).then(|| fat.value(i).to_vec()), body.is_valid(i).then(|| body.value(i).to_string())));
+            out.push((
+                id.value(i).to_string(),
+                ts.value(i),
+                fat.is_valid(i).then(|| fat.value(i).to_vec()),
+                body.is_valid(i).then(|| body.value(i).to_string()),
+            ));
         }
     }
     out
@@ -45,7 +50,8 @@ fn repeated_values_are_chosen_and_keys_unique_values_and_numbers_are_not() {
     for (keep, fat_dictionary) in [(vec![], true), (vec![fat], false)] {
         let mut plan = build_plan(&inputs).unwrap();
         gencompact::dictionary::choose(&mut plan, &keep, u64::MAX).unwrap();
-        let types: Vec<(String, bool)> = plan.arrow_schema.fields().iter().map(|f| (f.name().clone(), matches!(f.data_type(), DataType::Dictionary(..)))).collect();
+        let types: Vec<(String, bool)> =
+            plan.arrow_schema.fields().iter().map(|f| (f.name().clone(), matches!(f.data_type(), DataType::Dictionary(..)))).collect();
         // fat: one value per file, on 40 rows; id and body: a value per row; ts, n: not strings
         assert_eq!(
             types,

@@ -147,7 +147,11 @@ fn deep_schema_file(path: &Path, depth: usize) {
         .spawn(move || {
             let mut t = Type::primitive_type_builder("leaf", PhysicalType::INT32).with_repetition(Repetition::OPTIONAL).build().unwrap();
             for d in 0..depth {
-                t = Type::group_type_builder(&format!("g{d}")).with_repetition(Repetition::OPTIONAL).with_fields(vec![Arc::new(t)]).build().unwrap();
+                t = Type::group_type_builder(&format!("g{d}"))
+                    .with_repetition(Repetition::OPTIONAL)
+                    .with_fields(vec![Arc::new(t)])
+                    .build()
+                    .unwrap();
             }
             let root = Type::group_type_builder("schema").with_fields(vec![Arc::new(t)]).build().unwrap();
             let w = SerializedFileWriter::new(File::create(&path).unwrap(), Arc::new(root), Arc::new(WriterProperties::default())).unwrap();

@@ -108,15 +108,28 @@ fn the_accounted_peak_stays_within_the_bound_for_every_thread_count_sorted_or_no
             assert_eq!(r.rows_written, 48 * 120, "{case}");
             assert!(r.peak_memory_bytes <= bound, "{case}: accounted peak {} > bound {bound}", r.peak_memory_bytes);
             // The accountant saw the batches: at least one batch's share of batchBytes.
-            assert!(r.peak_memory_bytes >= (BATCH_BYTES / 8) as u64, "{case}: accounted peak {} is too small to have counted a batch", r.peak_memory_bytes);
+            assert!(
+                r.peak_memory_bytes >= (BATCH_BYTES / 8) as u64,
+                "{case}: accounted peak {} is too small to have counted a batch",
+                r.peak_memory_bytes
+            );
             if sorted {
                 // Rows arrive out of order and the tuples are far larger than a sort buffer.
                 assert!(r.files_spilled > 0, "{case}: the sort spilled");
-                assert!(r.bytes_spilled > 0 && r.spill_peak_bytes > 0 && r.spill_peak_bytes <= r.bytes_spilled, "{case}: {} / {}", r.spill_peak_bytes, r.bytes_spilled);
+                assert!(
+                    r.bytes_spilled > 0 && r.spill_peak_bytes > 0 && r.spill_peak_bytes <= r.bytes_spilled,
+                    "{case}: {} / {}",
+                    r.spill_peak_bytes,
+                    r.bytes_spilled
+                );
                 // Runs are compressed: on disk at once far less than the rows' decoded size
                 // (uncompressed runs would hold all of it).
                 let decoded = (48 * 120 * 24_000) as u64;
-                assert!(r.spill_peak_bytes * 4 <= decoded, "{case}: runs on disk peaked at {} bytes for {decoded} decoded bytes ({input_bytes} on disk)", r.spill_peak_bytes);
+                assert!(
+                    r.spill_peak_bytes * 4 <= decoded,
+                    "{case}: runs on disk peaked at {} bytes for {decoded} decoded bytes ({input_bytes} on disk)",
+                    r.spill_peak_bytes
+                );
             } else {
                 assert_eq!((r.files_spilled, r.bytes_spilled, r.spill_peak_bytes), (0, 0, 0), "{case}: nothing spilled");
             }

@@ -9,8 +9,8 @@ use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, StringArray, Timesta
 use arrow_schema::{DataType, Schema, TimeUnit};
 use common::*;
 use gencompact::compact;
-use gencompact::options::SortKey;
 use gencompact::iceberg::partition::{PartitionField, PartitionValue, Transform};
+use gencompact::options::SortKey;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::{ParquetMetaDataReader, SortingColumn};
@@ -45,10 +45,13 @@ fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
     (0..files)
         .map(|f| {
             let path = dir.join(format!("u-{f:03}.parquet"));
-            let vals: Vec<(i64, Option<i32>, u64)> = (0..rows).map(|_| ((next() % 500) as i64, (next() % 9 != 0).then(|| (next() % 6) as i32), next() % 3)).collect();
+            let vals: Vec<(i64, Option<i32>, u64)> =
+                (0..rows).map(|_| ((next() % 500) as i64, (next() % 9 != 0).then(|| (next() % 6) as i32), next() % 3)).collect();
             let cols: Vec<ArrayRef> = vec![
                 Arc::new(Int32Array::from_iter_values((0..rows).map(|r| (f * rows + r) as i32))),
-                Arc::new(TimestampMicrosecondArray::from_iter_values(vals.iter().map(|v| 1_700_000_000_000_000 + v.0)).with_timezone("+00:00")),
+                Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(vals.iter().map(|v| 1_700_000_000_000_000 + v.0)).with_timezone("+00:00"),
+                ),
                 Arc::new(Int32Array::from_iter(vals.iter().map(|v| v.1))),
                 Arc::new(StringArray::from_iter_values(vals.iter().map(|v| format!("t{}", v.2)))),
                 Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 4 != 1).then(|| noise((f * rows + r) as u64, 200))))),
@@ -90,7 +93,10 @@ fn expected_order(a: &Row, b: &Row) -> CmpOrdering {
 }
 
 fn sort_keys() -> Vec<SortKey> {
-    vec![SortKey { column: "n".into(), descending: true, nulls_first: false }, SortKey { column: "ts".into(), descending: false, nulls_first: true }]
+    vec![
+        SortKey { column: "n".into(), descending: true, nulls_first: false },
+        SortKey { column: "ts".into(), descending: false, nulls_first: true },
+    ]
 }
 
 #[test]
@@ -113,7 +119,12 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
         assert_eq!(r.rows_written, 2400);
         match name {
             "memory" => assert_eq!(r.files_spilled, 0),
-            "spill" => assert!(r.files_spilled >= 10 && r.intermediate_merges == 0, "{name}: {} runs, {} merges", r.files_spilled, r.intermediate_merges),
+            "spill" => assert!(
+                r.files_spilled >= 10 && r.intermediate_merges == 0,
+                "{name}: {} runs, {} merges",
+                r.files_spilled,
+                r.intermediate_merges
+            ),
             // A 4 KiB budget holds one chunk of only ~16 runs: several merge passes.
             _ => assert!(r.intermediate_merges >= 3, "{name}: {} runs, {} merges", r.files_spilled, r.intermediate_merges),
         }
@@ -126,7 +137,10 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
             for rg in meta.row_groups() {
                 assert_eq!(
                     rg.sorting_columns().cloned(),
-                    Some(vec![SortingColumn { column_idx: 2, descending: true, nulls_first: false }, SortingColumn { column_idx: 1, descending: false, nulls_first: true }])
+                    Some(vec![
+                        SortingColumn { column_idx: 2, descending: true, nulls_first: false },
+                        SortingColumn { column_idx: 1, descending: false, nulls_first: true }
+                    ])
                 );
             }
             rows.extend(rows_of(Path::new(&f.path)));
@@ -148,7 +162,8 @@ fn each_tuple_is_sorted_on_its_own_with_call_wide_dedupe_first_occurrences() {
     let r = run(&files, &o).unwrap();
     assert_eq!(r.files.len(), 3);
     // First occurrence of each ts in the whole call (files order), whichever tenant it is in.
-    let all: Vec<(String, i64, i32)> = files.iter().flat_map(|f| rows_of(Path::new(f))).map(|(seq, ts, _, tenant)| (tenant, ts, seq)).collect();
+    let all: Vec<(String, i64, i32)> =
+        files.iter().flat_map(|f| rows_of(Path::new(f))).map(|(seq, ts, _, tenant)| (tenant, ts, seq)).collect();
     let mut seen = std::collections::HashSet::new();
     let mut expected: Vec<(String, i64, i32)> = all.into_iter().filter(|(_, ts, _)| seen.insert(*ts)).collect();
     expected.sort();
@@ -254,7 +269,8 @@ fn rows_already_in_order_stream_without_spilling_and_a_single_row_out_of_order_s
             // the last row of the last file is earlier than everything but the first rows
             rows[1199].1 = 1_700_000_000_000_001;
         }
-        let files: Vec<String> = rows.chunks(150).enumerate().map(|(f, c)| write_rows(&dir.join(format!("p-{f}.parquet")), c, None)).collect();
+        let files: Vec<String> =
+            rows.chunks(150).enumerate().map(|(f, c)| write_rows(&dir.join(format!("p-{f}.parquet")), c, None)).collect();
         let mut expected = rows.clone();
         expected.sort_by_key(|r| r.1); // stable: ties keep arrival order
         for partitioned in [false, true] {
@@ -275,15 +291,17 @@ fn files_each_in_order_are_merged_from_the_inputs_and_agree_with_the_spilling_so
     // three tenants interleaved. Each file is written as 3 row groups (a chain of sorted runs).
     let files: Vec<String> = (0..8)
         .map(|f| {
-            let rows: Vec<Row> = (0..150).map(|r| (f * 150 + r, 1_700_000_000_000_000 + ((r * 8 + f) / 5) as i64, None, format!("t{}", (r + f) % 3))).collect();
+            let rows: Vec<Row> = (0..150)
+                .map(|r| (f * 150 + r, 1_700_000_000_000_000 + ((r * 8 + f) / 5) as i64, None, format!("t{}", (r + f) % 3)))
+                .collect();
             let props = parquet::file::properties::WriterProperties::builder().set_max_row_group_row_count(Some(50)).build();
             write_rows(&s.path().join(format!("m-{f}.parquet")), &rows, Some(props))
         })
         .collect();
     let mut expected: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
     expected.sort_by_key(|r| r.1); // stable: ties in files order, then row order
-    // ~400 KB decoded: 256 KiB spills in the buffering sort but holds the 8 open readers of the
-    // merge (~45 KB of pages each); 16 KiB holds neither, so the tuple spills.
+                                   // ~400 KB decoded: 256 KiB spills in the buffering sort but holds the 8 open readers of the
+                                   // merge (~45 KB of pages each); 16 KiB holds neither, so the tuple spills.
     for (name, batch_bytes, merged) in [("merge", 256 << 10, true), ("spill", 16 << 10, false)] {
         for partitioned in [false, true] {
             let r = run(&files, &ts_sort_opts(&s.path().join(format!("{name}-{partitioned}")), batch_bytes, partitioned)).unwrap();

@@ -7,12 +7,12 @@
 //! equality-delete rows as one 128-bit hash each (as dedupe keeps its keys). Delete files are
 //! decoded in batches bounded like data batches, each file once however many inputs share it.
 
+use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::iceberg::input::DeleteSource;
 use crate::iceberg::puffin;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
-use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
-use crate::error::check_cancel;
 use crate::unify::widen_array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -153,7 +153,12 @@ impl DeleteIndex {
             let columns = set
                 .columns
                 .iter()
-                .map(|c| batch.column_by_name(c).cloned().ok_or_else(|| CompactError::Internal(format!("equality-delete column '{c}' not decoded"))))
+                .map(|c| {
+                    batch
+                        .column_by_name(c)
+                        .cloned()
+                        .ok_or_else(|| CompactError::Internal(format!("equality-delete column '{c}' not decoded")))
+                })
                 .collect::<Result<Vec<ArrayRef>>>()?;
             let rows = set.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("equality-delete keys: {e}")))?;
             for (i, row) in rows.iter().enumerate() {
@@ -177,7 +182,10 @@ impl DeleteIndex {
         let mut targets: Vec<DataType> = Vec::with_capacity(field_ids.len());
         for id in field_ids {
             let root = data_fields.iter().position(|f| has_id(f, *id)).ok_or_else(|| {
-                CompactError::InvalidOptions(format!("equality deletes {}: field id {id} is not a top-level column of the inputs", path.display()))
+                CompactError::InvalidOptions(format!(
+                    "equality deletes {}: field id {id} is not a top-level column of the inputs",
+                    path.display()
+                ))
             })?;
             let field = plan.arrow_schema.field(root);
             if !data_fields[root].is_primitive() {
@@ -209,7 +217,11 @@ impl DeleteIndex {
             for ((col, target), name) in found.iter().zip(&targets).zip(&names) {
                 let a = batch.column(*col);
                 arrays.push(cast_to(a, target).ok_or_else(|| {
-                    CompactError::corrupt(path, Some(name.clone()), format!("equality-delete column of type {} cannot compare with the data's {target}", a.data_type()))
+                    CompactError::corrupt(
+                        path,
+                        Some(name.clone()),
+                        format!("equality-delete column of type {} cannot compare with the data's {target}", a.data_type()),
+                    )
                 })?);
             }
             let rows = set.converter.convert_columns(&arrays).map_err(|e| CompactError::corrupt(path, None, e))?;
@@ -304,11 +316,18 @@ fn read_delete_file(
     for p in &picked {
         match p {
             Some(r) if fields[*r].is_primitive() => roots.push(*r),
-            _ => return Err(CompactError::corrupt(path, None, "a delete file lacks a column its kind needs (by field id, else by name), or it is not primitive")),
+            _ => {
+                return Err(CompactError::corrupt(
+                    path,
+                    None,
+                    "a delete file lacks a column its kind needs (by field id, else by name), or it is not primitive",
+                ))
+            }
         }
     }
     let wide = Arc::new(wide_offsets_schema(own.schema()));
-    let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(wide)).map_err(|e| CompactError::corrupt(path, None, e))?;
+    let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(wide))
+        .map_err(|e| CompactError::corrupt(path, None, e))?;
     let mut sorted = roots.clone();
     sorted.sort_unstable();
     sorted.dedup();

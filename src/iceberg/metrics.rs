@@ -65,7 +65,9 @@ fn chunk_min_max(d: &ColumnDescriptor, s: &Statistics) -> Option<(BoundValue, Bo
         Statistics::Float(v) => (BoundValue::Float(f64::from(*v.min_opt()?)), BoundValue::Float(f64::from(*v.max_opt()?))),
         Statistics::Double(v) => (BoundValue::Float(*v.min_opt()?), BoundValue::Float(*v.max_opt()?)),
         Statistics::ByteArray(v) => (bytes(v.min_opt()?.data())?, bytes(v.max_opt()?.data())?),
-        Statistics::FixedLenByteArray(v) => (BoundValue::Bytes(v.min_opt()?.data().to_vec()), BoundValue::Bytes(v.max_opt()?.data().to_vec())),
+        Statistics::FixedLenByteArray(v) => {
+            (BoundValue::Bytes(v.min_opt()?.data().to_vec()), BoundValue::Bytes(v.max_opt()?.data().to_vec()))
+        }
         Statistics::Int96(_) => return None,
     })
 }
@@ -107,7 +109,9 @@ pub fn column_bounds(meta: &ParquetMetaData, leaf: usize) -> (Option<Bounds>, Op
         }
     }
     let bounds = match (complete, acc) {
-        (true, Some((lo, hi))) => Some(Bounds { lower: truncate_lower(lo).map(|v| encode(&d, v)), upper: truncate_upper(hi).map(|v| encode(&d, v)) }),
+        (true, Some((lo, hi))) => {
+            Some(Bounds { lower: truncate_lower(lo).map(|v| encode(&d, v)), upper: truncate_upper(hi).map(|v| encode(&d, v)) })
+        }
         _ => None,
     };
     (bounds, nan)
@@ -212,6 +216,9 @@ mod tests {
         assert_eq!(truncate_upper(BoundValue::Bytes(vec![0xff; 20])), None);
         assert_eq!(format_decimal(1420, 2), "14.20");
         assert_eq!(format_decimal(-5, 3), "-0.005");
-        assert_eq!(truncate_upper(BoundValue::Bytes([vec![1; 15], vec![0xff; 5]].concat())), Some(BoundValue::Bytes([vec![1; 14], vec![2]].concat())));
+        assert_eq!(
+            truncate_upper(BoundValue::Bytes([vec![1; 15], vec![0xff; 5]].concat())),
+            Some(BoundValue::Bytes([vec![1; 14], vec![2]].concat()))
+        );
     }
 }

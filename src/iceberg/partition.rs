@@ -104,7 +104,10 @@ impl Partitioner {
             let index = crate::unify::option_column(schema, "partitionBy", &f.column)?;
             let dt = schema.field(index).data_type();
             let out = output_type(dt, f.transform).ok_or_else(|| {
-                CompactError::InvalidOptions(format!("'partitionBy': transform {:?} does not apply to column '{}' of type {dt}", f.transform, f.column))
+                CompactError::InvalidOptions(format!(
+                    "'partitionBy': transform {:?} does not apply to column '{}' of type {dt}",
+                    f.transform, f.column
+                ))
             })?;
             sort_fields.push(SortField::new(out));
             fields.push(Bound { column: f.column.clone(), index, name: f.name.clone(), transform: f.transform });
@@ -128,7 +131,9 @@ impl Partitioner {
             .fields
             .iter()
             .map(|f| {
-                let column = batch.column_by_name(&f.column).ok_or_else(|| CompactError::Internal(format!("partition column '{}' not decoded", f.column)))?;
+                let column = batch
+                    .column_by_name(&f.column)
+                    .ok_or_else(|| CompactError::Internal(format!("partition column '{}' not decoded", f.column)))?;
                 apply(column, f.transform)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -159,8 +164,11 @@ fn output_type(dt: &DataType, t: Transform) -> Option<DataType> {
             (t != Transform::Hour || matches!(dt, Timestamp(..))).then_some(Int32)
         }
         Transform::Day if temporal => Some(Date32),
-        Transform::Bucket(_) => matches!(dt, Int32 | Int64 | Date32 | Timestamp(TimeUnit::Microsecond, _) | LargeUtf8 | LargeBinary | FixedSizeBinary(_) | Decimal128(..))
-            .then_some(Int32),
+        Transform::Bucket(_) => matches!(
+            dt,
+            Int32 | Int64 | Date32 | Timestamp(TimeUnit::Microsecond, _) | LargeUtf8 | LargeBinary | FixedSizeBinary(_) | Decimal128(..)
+        )
+        .then_some(Int32),
         Transform::Truncate(_) => matches!(dt, Int32 | Int64 | LargeUtf8 | LargeBinary | Decimal128(..)).then(|| dt.clone()),
         _ => None,
     }
@@ -255,10 +263,12 @@ fn apply(column: &ArrayRef, t: Transform) -> Result<ArrayRef> {
             DataType::Int32 => {
                 let a = column.as_primitive::<Int32Type>();
                 let w = w as i64;
-                Arc::new(Int32Array::from_iter((0..n).map(|i| valid(i).then(|| {
-                    let v = i64::from(a.value(i));
-                    (v - v.rem_euclid(w)) as i32
-                }))))
+                Arc::new(Int32Array::from_iter((0..n).map(|i| {
+                    valid(i).then(|| {
+                        let v = i64::from(a.value(i));
+                        (v - v.rem_euclid(w)) as i32
+                    })
+                })))
             }
             DataType::Int64 => {
                 let a = column.as_primitive::<Int64Type>();
@@ -279,7 +289,9 @@ fn apply(column: &ArrayRef, t: Transform) -> Result<ArrayRef> {
             }
             DataType::LargeBinary => {
                 let a = column.as_binary::<i64>();
-                Arc::new(LargeBinaryArray::from_iter((0..n).map(|i| valid(i).then(|| a.value(i)[..a.value(i).len().min(w as usize)].to_vec()))))
+                Arc::new(LargeBinaryArray::from_iter(
+                    (0..n).map(|i| valid(i).then(|| a.value(i)[..a.value(i).len().min(w as usize)].to_vec())),
+                ))
             }
             DataType::Decimal128(p, s) => {
                 let a = column.as_primitive::<Decimal128Type>();
@@ -304,15 +316,15 @@ fn value_at(column: &dyn Array, i: usize) -> PartitionValue {
         DataType::Int32 => PartitionValue::Int(i64::from(column.as_primitive::<Int32Type>().value(i))),
         DataType::Int64 => PartitionValue::Long(column.as_primitive::<Int64Type>().value(i)),
         DataType::Date32 => PartitionValue::Date(i64::from(column.as_primitive::<Date32Type>().value(i))),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => PartitionValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(i)),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            PartitionValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(i))
+        }
         DataType::Float32 => PartitionValue::Float(f64::from(column.as_primitive::<arrow_array::types::Float32Type>().value(i))),
         DataType::Float64 => PartitionValue::Float(column.as_primitive::<arrow_array::types::Float64Type>().value(i)),
         DataType::LargeUtf8 => PartitionValue::String(column.as_string::<i64>().value(i).to_string()),
         DataType::LargeBinary => PartitionValue::Bytes(column.as_binary::<i64>().value(i).to_vec()),
         DataType::FixedSizeBinary(_) => PartitionValue::Bytes(column.as_fixed_size_binary().value(i).to_vec()),
-        DataType::Decimal128(..) => {
-            PartitionValue::Decimal(column.as_primitive::<Decimal128Type>().value_as_string(i))
-        }
+        DataType::Decimal128(..) => PartitionValue::Decimal(column.as_primitive::<Decimal128Type>().value_as_string(i)),
         other => PartitionValue::String(format!("<{other}>")),
     }
 }
@@ -363,10 +375,15 @@ mod tests {
     #[test]
     fn tuples_are_numbered_in_order_of_first_appearance() {
         let schema = Arc::new(Schema::new(vec![arrow_schema::Field::new("s", DataType::LargeUtf8, true)]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(LargeStringArray::from(vec![Some("b"), Some("a"), None, Some("b")]))]).unwrap();
-        let mut p = Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Identity, name: "s".into() }]).unwrap();
+        let batch =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(LargeStringArray::from(vec![Some("b"), Some("a"), None, Some("b")]))])
+                .unwrap();
+        let mut p =
+            Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Identity, name: "s".into() }]).unwrap();
         assert_eq!(p.tuple_ids(&batch).unwrap(), vec![0, 1, 2, 0]);
         assert_eq!(p.tuples[2], vec![("s".to_string(), PartitionValue::Null)]);
-        assert!(Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Day, name: "s_day".into() }]).is_err());
+        assert!(
+            Partitioner::new(&schema, &[PartitionField { column: "s".into(), transform: Transform::Day, name: "s_day".into() }]).is_err()
+        );
     }
 }

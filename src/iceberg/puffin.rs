@@ -7,8 +7,8 @@
 //! Memory: one blob at a time (bounded by the file's size and the call's page cap), plus each
 //! Puffin file's footer JSON, read once per call.
 
-use crate::error::{CompactError, Result};
 use crate::budget::ReadLimits;
+use crate::error::{CompactError, Result};
 use roaring::RoaringTreemap;
 use std::collections::HashMap;
 use std::fs::File;
@@ -48,10 +48,18 @@ impl VectorFiles {
         }
         let end = offset.checked_add(length).filter(|e| *e <= size);
         if end.is_none() || length < 12 {
-            return Err(CompactError::corrupt(path, None, format!("deletion vector at offset {offset}, length {length}: outside the file's {size} bytes or too short")));
+            return Err(CompactError::corrupt(
+                path,
+                None,
+                format!("deletion vector at offset {offset}, length {length}: outside the file's {size} bytes or too short"),
+            ));
         }
         if length > limits.page_cap {
-            return Err(CompactError::corrupt(path, None, format!("deletion vector of {length} bytes exceeds the read cap of {} bytes", limits.page_cap)));
+            return Err(CompactError::corrupt(
+                path,
+                None,
+                format!("deletion vector of {length} bytes exceeds the read cap of {} bytes", limits.page_cap),
+            ));
         }
         let mut blob = vec![0u8; length as usize];
         file.seek(SeekFrom::Start(offset)).and_then(|_| file.read_exact(&mut blob)).map_err(|e| CompactError::input_open(path, &e))?;
@@ -100,7 +108,10 @@ fn read_footer(file: &mut File, path: &Path, size: u64, limits: &ReadLimits) -> 
     }
     let payload_size = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
     let flags = u32::from_le_bytes([tail[4], tail[5], tail[6], tail[7]]);
-    let start = size.checked_sub(12 + payload_size + 4).filter(|s| *s >= 4).ok_or_else(|| corrupt(format!("footer payload of {payload_size} bytes exceeds the file")))?;
+    let start = size
+        .checked_sub(12 + payload_size + 4)
+        .filter(|s| *s >= 4)
+        .ok_or_else(|| corrupt(format!("footer payload of {payload_size} bytes exceeds the file")))?;
     if payload_size > limits.page_cap {
         return Err(corrupt(format!("footer payload of {payload_size} bytes exceeds the read cap")));
     }

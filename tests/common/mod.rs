@@ -70,7 +70,10 @@ pub fn write_inputs(dir: &Path, files: usize, rows: usize, fat: usize, body: usi
         let base = (f * rows) as i64;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values((0..rows).map(|r| format!("row-{}", base + r as i64)))),
-            Arc::new(TimestampMicrosecondArray::from_iter_values((0..rows).map(|r| 1_700_000_000_000_000 + base + r as i64)).with_timezone("+00:00")),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values((0..rows).map(|r| 1_700_000_000_000_000 + base + r as i64))
+                    .with_timezone("+00:00"),
+            ),
             Arc::new(BinaryArray::from_iter((0..rows).map(|_| Some(fat_value.as_slice())))),
             Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 7 != 3).then(|| noise((base as u64) + r as u64, body))))),
             Arc::new(Int32Array::from_iter((0..rows).map(|r| (r % 5 != 0).then_some(r as i32)))),
@@ -116,4 +119,3 @@ pub fn entries(dir: &Path) -> Vec<String> {
         Err(_) => Vec::new(),
     }
 }
-
