@@ -177,6 +177,25 @@ fn without_values(array: &dyn Array) -> usize {
     }
 }
 
+/// Decoded bytes of `batch`, the values of a dictionary it shares with `source` (the same
+/// column of a batch it was gathered from) not counted: they are held, and accounted, once.
+pub fn size_beside(batch: &RecordBatch, source: &RecordBatch) -> usize {
+    batch.columns().iter().zip(source.columns()).map(|(a, s)| beside(a.as_ref(), s.as_ref())).sum()
+}
+
+fn beside(array: &dyn Array, source: &dyn Array) -> usize {
+    let whole = || array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size());
+    match (array.data_type(), array.as_any_dictionary_opt(), source.as_any_dictionary_opt(), array.as_struct_opt(), source.as_struct_opt())
+    {
+        (DataType::Dictionary(..), Some(d), Some(s), ..) if d.values().to_data().ptr_eq(&s.values().to_data()) => without_values(d.keys()),
+        (DataType::Struct(_), _, _, Some(a), Some(s)) => {
+            a.columns().iter().zip(s.columns()).map(|(a, s)| beside(a.as_ref(), s.as_ref())).sum::<usize>()
+                + a.nulls().map(|n| n.buffer().len()).unwrap_or(0)
+        }
+        _ => whole(),
+    }
+}
+
 /// Each row's index into its dictionary's values (0 for a null row). An all-null column may
 /// come with no values at all, where arrow's `normalized_keys` asserts.
 pub fn dictionary_keys(dictionary: &dyn AnyDictionaryArray) -> Vec<usize> {

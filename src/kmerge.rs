@@ -177,7 +177,11 @@ pub fn merge<S: RunSource>(
         if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {
             let refs: Vec<&RecordBatch> = sources.iter().collect();
             let batch = interleave(&refs, &picked)?;
-            let size = decoded_size(&batch);
+            // (dictionary values the batch shares with its sources are held by them)
+            let size = match sources.first() {
+                Some(source) => crate::dictionary::size_beside(&batch, source),
+                None => decoded_size(&batch),
+            };
             let n = picked.len();
             max_rows = Some(((n as f64 * out_bytes / size.max(1) as f64) as usize).clamp(1, n.saturating_mul(2)));
             out(Merged { batch, decoded_bytes: size, input_bytes: input, deleted })?;

@@ -22,7 +22,7 @@ use crate::budget::{decoded_size, held_bytes};
 use crate::dictionary::{plain_size, size_without_dictionary_values};
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
-use crate::gather::{interleave, share};
+use crate::gather::{interleave, share, Union};
 use crate::kmerge;
 use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
@@ -40,6 +40,9 @@ use std::sync::atomic::AtomicBool;
 const MAX_FAN_IN: usize = 128;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
 const OUTPUT_SHARE: usize = 8;
+/// The union of the runs' dictionaries a merge gives them (`gather::Union`) holds at most this
+/// fraction of `batchBytes`.
+const UNION_SHARE: usize = 8;
 /// The dictionaries one sort buffer's batches share (`gather::share`) hold at most this
 /// fraction of `batchBytes`: a spilled run's reader holds them beside its chunk.
 const SHARED_DICTIONARY_SHARE: usize = 16;
@@ -380,10 +383,27 @@ impl<'a> Sorter<'a> {
     /// decoded bytes and at most `batchRows` rows; `out` gets each batch with its decoded size.
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
         let firsts: Vec<Option<arrow_row::OwnedRow>> = runs.iter().map(|_| None).collect();
-        let open = |r: usize| -> Result<Spilled<'_>> {
+        // Every run is opened at the start (their first keys are not known): read each one's
+        // first chunk now, and give the runs' dictionaries one union (`gather::Union`).
+        let mut sources: Vec<Option<Spilled<'_>>> = Vec::with_capacity(runs.len());
+        for run in runs {
             // A run's reader holds its decoder's state and the dictionaries its chunks share.
-            let state = self.memory.hold(RUN_READ_STATE + runs[r].dictionary_bytes);
-            Ok(Spilled { reader: runs[r].open()?, sorter: self, _state: state })
+            let state = self.memory.hold(RUN_READ_STATE + run.dictionary_bytes);
+            let mut reader = run.open()?;
+            let pending = reader.next_chunk()?;
+            sources.push(Some(Spilled { reader, sorter: self, _state: state, pending, run: sources.len(), union: None }));
+        }
+        let union = {
+            let firsts: Vec<Option<&RecordBatch>> = sources.iter().map(|s| s.as_ref().and_then(|s| s.pending.as_ref())).collect();
+            Union::build(&firsts, self.budget / UNION_SHARE)
+        };
+        let _union_memory = self.memory.hold(union.bytes());
+        let union = &union;
+        let open = move |r: usize| -> Result<Spilled<'_>> {
+            let mut source =
+                sources.get_mut(r).and_then(Option::take).ok_or_else(|| CompactError::Internal("merge run opened twice".into()))?;
+            source.union = Some(union);
+            Ok(source)
         };
         let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
@@ -493,11 +513,24 @@ struct Spilled<'s> {
     reader: RunReader,
     sorter: &'s Sorter<'s>,
     _state: Reservation,
+    /// The run's first chunk, read before the merge began.
+    pending: Option<RecordBatch>,
+    run: usize,
+    union: Option<&'s Union>,
 }
 
 impl kmerge::RunSource for Spilled<'_> {
     fn next_chunk(&mut self) -> Result<Option<kmerge::Chunk>> {
-        let Some(batch) = self.reader.next_chunk()? else { return Ok(None) };
+        let Some(batch) = (match self.pending.take() {
+            Some(b) => Some(b),
+            None => self.reader.next_chunk()?,
+        }) else {
+            return Ok(None);
+        };
+        let batch = match self.union {
+            Some(u) => u.remap(self.run, batch)?,
+            None => batch,
+        };
         let rows = batch.num_rows().max(1) as f64;
         Ok(Some(kmerge::Chunk {
             keys: self.sorter.convert(&batch)?,
