@@ -445,11 +445,7 @@ impl SortJob {
         let chunk_bytes = self.budget / MAX_FAN_IN;
         let shared = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
         writer.dictionary_bytes = shared;
-        let run = writer.finish();
-        // The buffer just freed stays in this thread's malloc arena otherwise, beside the
-        // one the next buffer fills in: hand it back.
-        crate::heap::release_free_memory();
-        run
+        writer.finish()
     }
 
     /// Sorts the buffer (stably) and hands it to `out` in chunks of about `chunk_bytes`
