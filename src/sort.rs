@@ -304,21 +304,31 @@ impl<'a> Sorter<'a> {
         self.spill_buffer()?;
         self.wait_pending()?;
         let mut runs = std::mem::take(&mut self.runs);
+        // Merge passes until the runs fit one merge: each pass merges groups of consecutive runs
+        // (so ties keep arrival order), each into one run that takes the group's place, and no
+        // more of them than needed; a run written in a pass is not merged again in that pass,
+        // so every row is rewritten once per pass (log_fanin(runs) passes), not once per merge.
+        let mut next = 0;
         loop {
             check_cancel(self.cancel)?;
+            // A merged run's reader holds a chunk and its run's dictionaries (out of batchBytes),
+            // and its decoder's state (out of the fixed allowance: at most half of it for all).
             let widest = runs.iter().map(|r| r.max_chunk_bytes + r.dictionary_bytes).max().unwrap_or(1).max(1);
-            let fan_in = (self.budget / widest).clamp(2, MAX_FAN_IN);
+            let decoders = crate::memory::FIXED_BYTES / 2 / RUN_READ_STATE;
+            let fan_in = (self.budget / widest).min(decoders).clamp(2, MAX_FAN_IN);
             if runs.len() <= fan_in {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
-            // Merge the oldest runs into one, which takes their place: ties keep arrival order.
-            let rest = runs.split_off(fan_in);
+            let (start, take) = next_merge(runs.len(), next, fan_in);
+            let group: Vec<Run> = runs.drain(start..start + take).collect();
             let mut writer = self.spill.create(&self.schema)?;
-            self.merge(&runs, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
+            self.merge(&group, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
+            drop(group);
             let merged = writer.finish()?;
             self.spill.bytes_spilled += merged.bytes;
             self.spill.intermediate_merges += 1;
-            runs = std::iter::once(merged).chain(rest).collect();
+            runs.insert(start, merged);
+            next = start + 1;
         }
     }
 
@@ -425,6 +435,16 @@ impl Drop for Sorter<'_> {
             let _ = handle.join();
         }
     }
+}
+
+/// The next intermediate merge of `runs` runs when `fan_in` is the most one merge takes and
+/// `next` is the first run not written in the current pass: (first run, how many). Groups are
+/// consecutive runs (ties keep arrival order); a run written in this pass is not merged again
+/// before the next pass, so each row is rewritten once per pass; and no more runs are merged
+/// than needed to leave `fan_in` for the final merge (merging k runs leaves k - 1 fewer).
+fn next_merge(runs: usize, next: usize, fan_in: usize) -> (usize, usize) {
+    let start = if next + 1 >= runs { 0 } else { next };
+    (start, fan_in.min(runs - start).min(runs.saturating_sub(fan_in) + 1))
 }
 
 /// One sort buffer, sorted and handed on in chunks: to a spill run or to the writer.
@@ -540,5 +560,41 @@ impl kmerge::RunSource for Spilled<'_> {
             memory: self.sorter.memory.hold(size_without_dictionary_values(&batch)),
             batch,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_merge;
+
+    /// Runs merged as `next_merge` plans, each run a list of (original run, times rewritten),
+    /// in order; returns the runs left for the final merge.
+    fn simulate(runs: usize, fan_in: usize) -> Vec<Vec<(usize, usize)>> {
+        let mut runs: Vec<Vec<(usize, usize)>> = (0..runs).map(|r| vec![(r, 0)]).collect();
+        let mut next = 0;
+        while runs.len() > fan_in {
+            let (start, take) = next_merge(runs.len(), next, fan_in);
+            assert!(take >= 2 && start + take <= runs.len(), "{start} + {take} of {}", runs.len());
+            let merged: Vec<(usize, usize)> = runs.drain(start..start + take).flatten().map(|(r, n)| (r, n + 1)).collect();
+            runs.insert(start, merged);
+            next = start + 1;
+        }
+        runs
+    }
+
+    #[test]
+    fn merge_passes_rewrite_each_row_once_per_pass_and_keep_arrival_order() {
+        for (runs, fan_in) in [(127, 74), (127, 44), (508, 44), (1000, 10), (40, 2), (5, 4), (3, 3)] {
+            let left = simulate(runs, fan_in);
+            assert!(left.len() <= fan_in);
+            let order: Vec<usize> = left.iter().flatten().map(|(r, _)| *r).collect();
+            assert_eq!(order, (0..runs).collect::<Vec<_>>(), "{runs} runs, fan-in {fan_in}: arrival order kept");
+            // passes before the final merge: the fewest that bring `runs` down to `fan_in`
+            let passes = (0..).find(|p| fan_in.pow(*p + 1) >= runs).unwrap_or(0) as usize;
+            let most = left.iter().flatten().map(|(_, n)| *n).max().unwrap_or(0);
+            assert!(most <= passes, "{runs} runs, fan-in {fan_in}: a row rewritten {most} times, {passes} passes");
+        }
+        // 127 runs at fan-in 74: one merge of 54 runs suffices
+        assert_eq!(next_merge(127, 0, 74), (0, 54));
     }
 }
