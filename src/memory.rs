@@ -3,16 +3,19 @@
 //! decoders' pages, dictionaries, the encoders' open row group, spill readers and writers — holds
 //! a `Reservation` of the accountant for them, sized before it allocates where the size is
 //! known in advance (a batch's rows are chosen from an estimate) and resized to what it really
-//! holds afterwards. A reservation that does not fit makes its stage spill, flush or wait
-//! (`Reservation::try_resize`, `Accountant::wait_for`); memory that already exists is always
-//! accounted (`Reservation::resize`), so the peak is what the call really held by its own count.
+//! holds afterwards; the pages of the inputs are accounted as their headers are read
+//! (`guard`). Memory that exists is always accounted (`Reservation::resize`), so the peak is
+//! what the call held by its own count; decoding waits briefly for room
+//! (`Accountant::wait_for`), and a stage that can do without may ask first
+//! (`Reservation::try_resize`). The writer never flushes on pressure: row groups are cut on
+//! their rows alone, so that the output bytes do not depend on timing.
 //! The shape is that of DataFusion's `MemoryPool` / `MemoryReservation`, reduced to what one
 //! call needs: one pool, reservations that return their bytes when dropped, a recorded peak.
 //!
 //! The call's limit is 3 × `batchBytes` + 64 MiB (the README's bound). Besides, every call's
-//! bytes count in one process-wide total (`process_peak`): concurrent calls are admitted by the
+//! bytes count in one process-wide total (`process_peak`); concurrent calls are admitted by the
 //! call gate (`gate`), which with `GENCOMPACT_MEMORY_LIMIT` set also keeps the sum of their
-//! limits within that many bytes.
+//! bounds within that many bytes.
 //!
 //! Memory: a few atomics per call.
 

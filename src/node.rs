@@ -284,27 +284,29 @@ pub fn compact_generation<'env>(env: &'env Env, files: Unknown<'env>, opts: Unkn
     let work = async move {
         let outcome = match prepared {
             Err(e) => Err(e),
-            Ok(Prepared { files, options, cancel, progress }) => match Gate::global().enter(&cancel, options.threads).await {
-                // At most `Gate::limit()` calls run at once; the rest wait above, as futures
-                // holding no thread, off the event loop.
-                Err(e) => Err(e),
-                Ok(permit) => {
-                    let job = move || {
-                        let report = |p: &Progress| {
-                            if let Some(f) = &progress {
-                                f.call(progress_event(p), ThreadsafeFunctionCallMode::NonBlocking);
-                            }
+            Ok(Prepared { files, options, cancel, progress }) => {
+                match Gate::global().enter(&cancel, options.threads, crate::memory::call_bound(options.batch_bytes)).await {
+                    // At most `Gate::limit()` calls run at once; the rest wait above, as futures
+                    // holding no thread, off the event loop.
+                    Err(e) => Err(e),
+                    Ok(permit) => {
+                        let job = move || {
+                            let report = |p: &Progress| {
+                                if let Some(f) = &progress {
+                                    f.call(progress_event(p), ThreadsafeFunctionCallMode::NonBlocking);
+                                }
+                            };
+                            run_guarded(&files, &options, &cancel, &report)
                         };
-                        run_guarded(&files, &options, &cancel, &report)
-                    };
-                    let outcome = match tokio::task::spawn_blocking(job).await {
-                        Ok(r) => r,
-                        Err(e) => Err(CompactError::Internal(format!("worker failed: {e}"))),
-                    };
-                    drop(permit);
-                    outcome
+                        let outcome = match tokio::task::spawn_blocking(job).await {
+                            Ok(r) => r,
+                            Err(e) => Err(CompactError::Internal(format!("worker failed: {e}"))),
+                        };
+                        drop(permit);
+                        outcome
+                    }
                 }
-            },
+            }
         };
         Ok(outcome)
     };
