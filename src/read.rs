@@ -90,7 +90,7 @@ pub struct RowFilters<'a> {
 }
 
 /// How long decoding waits for the call's other stages to make room before it decodes anyway.
-const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One row group of one input, as a unit of reading.
 #[derive(Debug, Clone, PartialEq)]
