@@ -52,8 +52,10 @@ impl Deduper {
     pub fn first_occurrences(&mut self, batch: &RecordBatch) -> Result<Vec<bool>> {
         let keys =
             batch.column_by_name(&self.name).ok_or_else(|| CompactError::Internal(format!("dedupe column '{}' not decoded", self.name)))?;
-        let rows =
-            self.converter.convert_columns(&[keys.clone()]).map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
+        let rows = self
+            .converter
+            .convert_columns(std::slice::from_ref(keys))
+            .map_err(|e| CompactError::Internal(format!("encoding dedupe keys: {e}")))?;
         let mut keep = Vec::with_capacity(batch.num_rows());
         for (i, row) in rows.iter().enumerate() {
             if keys.is_null(i) {

@@ -43,6 +43,9 @@ enum Job {
     Close(usize, ArrowColumnWriter),
 }
 
+// (a writer goes to a worker and back once per column and batch: boxing it would cost an
+// allocation each time for a few hundred bytes of enum)
+#[allow(clippy::large_enum_variant)]
 enum Done {
     Written(usize, ArrowColumnWriter, Result<()>),
     Closed(usize, Result<ArrowColumnChunk>),

@@ -109,10 +109,13 @@ pub struct Union {
     bytes: usize,
 }
 
+/// Per run: its dictionary's values (as read) and their keys in the union.
+type RunMappings = Vec<Option<(ArrayData, Vec<i32>)>>;
+
 enum Node {
     Keep,
-    /// The union values; per run, its dictionary's values (as read) and their new keys.
-    Dict(ArrayRef, Vec<Option<(ArrayData, Vec<i32>)>>),
+    /// The union values, and each run's mapping into them.
+    Dict(ArrayRef, RunMappings),
     Struct(Vec<Node>),
 }
 
@@ -180,7 +183,7 @@ fn union_node(arrays: &[Option<ArrayRef>], room: &mut usize) -> Node {
 /// The distinct values of every run's dictionary (all of them: later chunks of a run may use
 /// entries its first chunk does not), and per run its values and their new keys; `None` if
 /// they would not fit `room` or a dictionary holds a null value.
-fn union_values<T: ByteArrayType>(arrays: &[Option<ArrayRef>], room: &mut usize) -> Option<(ArrayRef, Vec<Option<(ArrayData, Vec<i32>)>>)> {
+fn union_values<T: ByteArrayType>(arrays: &[Option<ArrayRef>], room: &mut usize) -> Option<(ArrayRef, RunMappings)> {
     let mut index: HashMap<&[u8], i32> = HashMap::new();
     let mut builder = GenericByteBuilder::<T>::new();
     let mut bytes = 0usize;

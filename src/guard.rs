@@ -6,7 +6,8 @@
 //! - reads each page header itself before parquet-rs does and refuses a page whose declared
 //!   uncompressed size exceeds the call's page cap (parquet-rs sizes, and for snappy/lz4/zstd
 //!   zero-fills, the decompression buffer from that field), or a header whose thrift lengths
-//!   run past the end of the file (parquet-rs reserves a binary's declared length up front);
+//!   run past the end of the file (parquet-rs reserves a binary's declared length up front).
+//!
 //! `check_metadata` refuses column chunks whose declared byte ranges are negative or outside
 //! the file (parquet-rs asserts on negative ones: a panic), and `check_footer` refuses a schema
 //! nested deeper than `MAX_SCHEMA_DEPTH` before parquet-rs
@@ -207,8 +208,11 @@ impl GuardedInput {
 
 /// Pages an input's column readers hold, by column chunk: (decoded dictionary, latest page).
 struct PageAccount {
-    held: std::sync::Mutex<(Reservation, HashMap<u64, (u64, u64)>)>,
+    held: std::sync::Mutex<(Reservation, ChunkPages)>,
 }
+
+/// Per column chunk (by its first byte): its decoded dictionary's bytes, and its latest page's.
+type ChunkPages = HashMap<u64, (u64, u64)>;
 
 impl PageAccount {
     fn page(&self, chunk: u64, bytes: u64, dictionary: Option<u64>) {

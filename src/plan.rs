@@ -260,7 +260,7 @@ fn merge_key_value(into: &mut Vec<KeyValue>, from: Option<&Vec<KeyValue>>) {
 pub(crate) fn describe(t: &Type) -> String {
     const MAX: usize = 240;
     let mut out = Vec::new();
-    let _ = parquet::schema::printer::print_schema(&mut out, t);
+    parquet::schema::printer::print_schema(&mut out, t);
     let line = String::from_utf8_lossy(&out).split_whitespace().collect::<Vec<_>>().join(" ");
     match line.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &line[..cut]),

@@ -75,6 +75,12 @@ impl Batch {
     }
 }
 
+/// Which rows of a batch to keep.
+pub type RowSelect<'a> = dyn FnMut(&RecordBatch) -> Result<Vec<bool>> + Send + 'a;
+
+/// An open input: its index, file, reader metadata and (for another schema) its column map.
+type OpenInput = (usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>);
+
 /// What the read stage applies to each decoded batch before handing it on.
 #[derive(Default)]
 pub struct RowFilters<'a> {
@@ -82,7 +88,7 @@ pub struct RowFilters<'a> {
     pub deletes: Option<&'a DeleteIndex>,
     /// For row groups that also hold other partition tuples: which rows to keep. Deleted rows
     /// are counted only among the kept ones.
-    pub select: Option<&'a mut (dyn FnMut(&RecordBatch) -> Result<Vec<bool>> + Send)>,
+    pub select: Option<&'a mut RowSelect<'a>>,
     /// Per input: positions of rows a first pass found to be later occurrences of a dedupe key.
     pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
     /// Report each row's position in its input (`Batch::positions`).
@@ -140,7 +146,7 @@ pub struct SegmentReader<'a, 'f> {
     filters: RowFilters<'f>,
     /// The next segment to open.
     next: usize,
-    open: Option<(usize, GuardedInput, ArrowReaderMetadata, Option<Vec<Option<usize>>>)>,
+    open: Option<OpenInput>,
     current: Option<RowGroupReader<'a>>,
     /// The open row group's column readers' codecs, by estimate (their pages are accounted by
     /// the input as their headers are read: `GuardedInput::account_pages`).

@@ -18,7 +18,9 @@ use std::fs::File;
 const FAT: usize = 20_000;
 
 /// (id, ts, fat, body) of every row of `path`, decoded plain by parquet-rs.
-fn rows_of(path: &str) -> Vec<(String, i64, Option<Vec<u8>>, Option<String>)> {
+type Row = (String, i64, Option<Vec<u8>>, Option<String>);
+
+fn rows_of(path: &str) -> Vec<Row> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap();
     let mut out = Vec::new();
     for b in reader {
@@ -110,7 +112,7 @@ fn a_spilled_sort_of_dictionary_columns_writes_the_input_rows_and_the_same_bytes
     let fat = 2_000;
     let files = write_inputs(s.path(), 6, 600, fat, 200);
     let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(f)).collect();
-    all.sort_by(|a, b| b.1.cmp(&a.1));
+    all.sort_by_key(|r| std::cmp::Reverse(r.1));
     let mut outputs: Vec<Vec<Vec<u8>>> = Vec::new();
     for threads in [1, 2, 8] {
         let out = s.path().join(format!("out-{threads}"));

@@ -300,9 +300,12 @@ fn read_positions(
 
 /// Streams the columns `select` picks (top-level fields of the file's schema; all must be
 /// found) of a delete file, in bounded batches, to `sink(batch, column indexes in batch)`.
+/// Picks, from a delete file's top-level fields, the index of each column it needs.
+type ColumnPicker<'a> = dyn Fn(&[Arc<Type>]) -> Vec<Option<usize>> + 'a;
+
 fn read_delete_file(
     path: &Path,
-    select: &dyn Fn(&[Arc<Type>]) -> Vec<Option<usize>>,
+    select: &ColumnPicker<'_>,
     limits: &ReadLimits,
     cancel: &AtomicBool,
     mut sink: impl FnMut(&RecordBatch, &[usize]) -> Result<()>,
