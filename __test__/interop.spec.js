@@ -156,7 +156,7 @@ describe('snappy output size vs the SNAPPY input', () => {
   })
 
   afterAll(() => {
-    // the numbers the issue asks for, whatever the assertions said
+    // the sizes, printed whatever the assertions said
     console.log(`snappy output vs input (bytes):\n${sizes.map(s => `  ${s.fixture.padEnd(16)} ${s.options.padEnd(22)} input ${s.input}  output ${s.output}  (${(100 * s.output / s.input).toFixed(1)}%, ${s.files} file(s), ${s.rowGroups} row group(s))`).join('\n')}`)
   })
 

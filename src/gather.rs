@@ -18,7 +18,9 @@ use crate::error::{CompactError, Result};
 use arrow_array::builder::GenericByteBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType, Int32Type};
-use arrow_array::{make_array, Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray};
+use arrow_array::{
+    make_array, Array, ArrayRef, DictionaryArray, GenericByteArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray,
+};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::DataType;
@@ -184,9 +186,7 @@ fn union_node(arrays: &[Option<ArrayRef>], room: &mut usize) -> Node {
 /// entries its first chunk does not), and per run its values and their new keys; `None` if
 /// they would not fit `room` or a dictionary holds a null value.
 fn union_values<T: ByteArrayType>(arrays: &[Option<ArrayRef>], room: &mut usize) -> Option<(ArrayRef, RunMappings)> {
-    let mut index: HashMap<&[u8], i32> = HashMap::new();
-    let mut builder = GenericByteBuilder::<T>::new();
-    let mut bytes = 0usize;
+    let mut set = ValueSet::<T>::default();
     let mut runs = Vec::with_capacity(arrays.len());
     for array in arrays {
         let Some(dictionary) = array.as_ref().and_then(|a| a.as_dictionary_opt::<Int32Type>()) else {
@@ -199,22 +199,11 @@ fn union_values<T: ByteArrayType>(arrays: &[Option<ArrayRef>], room: &mut usize)
         }
         let mut mapping = Vec::with_capacity(values.len());
         for k in 0..values.len() {
-            let value: &[u8] = values.value(k).as_ref();
-            let next = i32::try_from(index.len()).ok()?;
-            let id = *index.entry(value).or_insert_with(|| {
-                builder.append_value(values.value(k));
-                bytes += value.len() + std::mem::size_of::<T::Offset>();
-                next
-            });
-            if bytes > *room {
-                return None;
-            }
-            mapping.push(id);
+            mapping.push(set.add(values, k).filter(|_| set.bytes <= *room)?);
         }
         runs.push(Some((dictionary.values().to_data(), mapping)));
     }
-    *room -= bytes;
-    Some((std::sync::Arc::new(builder.finish()) as ArrayRef, runs))
+    Some((set.finish(room), runs))
 }
 
 fn remap_node(node: &Node, run: usize, array: ArrayRef) -> Result<ArrayRef> {
@@ -239,15 +228,47 @@ fn remap_node(node: &Node, run: usize, array: ArrayRef) -> Result<ArrayRef> {
     }
 }
 
+/// Distinct byte values gathered into one values array, each with its index there.
+struct ValueSet<'a, T: ByteArrayType> {
+    index: HashMap<&'a [u8], i32>,
+    builder: GenericByteBuilder<T>,
+    /// The values' bytes and offsets so far.
+    bytes: usize,
+}
+
+impl<T: ByteArrayType> Default for ValueSet<'_, T> {
+    fn default() -> Self {
+        ValueSet { index: HashMap::new(), builder: GenericByteBuilder::new(), bytes: 0 }
+    }
+}
+
+impl<'a, T: ByteArrayType> ValueSet<'a, T> {
+    /// The index of value `k` of `values`, added if new; `None` past i32 indexes.
+    fn add(&mut self, values: &'a GenericByteArray<T>, k: usize) -> Option<i32> {
+        let value: &[u8] = values.value(k).as_ref();
+        let next = i32::try_from(self.index.len()).ok()?;
+        let (builder, bytes) = (&mut self.builder, &mut self.bytes);
+        Some(*self.index.entry(value).or_insert_with(|| {
+            builder.append_value(values.value(k));
+            *bytes += value.len() + std::mem::size_of::<T::Offset>();
+            next
+        }))
+    }
+
+    /// The values array; its bytes are taken from `room`.
+    fn finish(mut self, room: &mut usize) -> ArrayRef {
+        *room = room.saturating_sub(self.bytes);
+        std::sync::Arc::new(self.builder.finish())
+    }
+}
+
 /// One values array holding each value the `arrays`' keys reference once, and per array the
 /// new index of each of its dictionary's values — or `None` if it would not pay (more entries
 /// than half the rows), would not fit `room`, or a key refers to a null value.
 fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Option<(ArrayRef, Vec<Vec<i32>>)> {
     let dictionaries: Vec<&DictionaryArray<Int32Type>> = arrays.iter().map(|a| a.as_dictionary::<Int32Type>()).collect();
     let rows: usize = dictionaries.iter().map(|d| d.len()).sum();
-    let mut index: HashMap<&[u8], i32> = HashMap::new();
-    let mut builder = GenericByteBuilder::<T>::new();
-    let mut bytes = 0usize;
+    let mut set = ValueSet::<T>::default();
     let mut mappings = Vec::with_capacity(dictionaries.len());
     for d in &dictionaries {
         let values = d.values().as_bytes::<T>();
@@ -269,22 +290,15 @@ fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Opti
                 // (a key to a null value: parquet-rs never decodes one; left as it is)
                 return None;
             }
-            let value: &[u8] = values.value(k).as_ref();
-            let next = i32::try_from(index.len()).ok()?;
-            let id = *index.entry(value).or_insert_with(|| {
-                builder.append_value(values.value(k));
-                bytes += value.len() + std::mem::size_of::<T::Offset>();
-                next
-            });
-            if bytes > *room || index.len() * 2 > rows.max(1) {
+            let id = set.add(values, k)?;
+            if set.bytes > *room || set.index.len() * 2 > rows.max(1) {
                 return None;
             }
             mapping[k] = id;
         }
         mappings.push(mapping);
     }
-    *room -= bytes;
-    Some((std::sync::Arc::new(builder.finish()) as ArrayRef, mappings))
+    Some((set.finish(room), mappings))
 }
 
 /// The rows `indices` ((source, row) pairs) of `sources`, in that order. A dictionary column
