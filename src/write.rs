@@ -311,6 +311,20 @@ impl<'a> RollingWriter<'a> {
                 }
                 _ => left,
             };
+            // Until this writer has flushed a row group, the ratio of output to input bytes is
+            // a guess (rows that compress a hundredfold, or a dictionary repeated in every row
+            // group, make the input a poor guide): write one row group at a time, so that the
+            // first file is cut on bytes really written like the others.
+            if self.done.is_empty() && self.current.as_ref().is_some_and(|c| c.writer.flushed_row_groups().is_empty()) {
+                // (rows that do not all fit the open row group start a new one, as in `write_rows`)
+                if let Some(cur) = self.current.as_mut() {
+                    let rest = (decoded_per_row * left as f64).round() as usize;
+                    if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(rest) > self.opts.batch_bytes {
+                        flush_row_group(cur, &mut self.calibration)?;
+                    }
+                }
+                take = take.min(self.row_group_room(decoded_per_row).min(left));
+            }
             if force_progress {
                 take = take.max(1);
                 force_progress = false;
@@ -327,6 +341,18 @@ impl<'a> RollingWriter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Rows of `decoded_per_row` bytes that fit the open row group (at least one).
+    fn row_group_room(&self, decoded_per_row: f64) -> usize {
+        let Some(cur) = self.current.as_ref() else { return 1 };
+        let by_rows = self.opts.batch_rows.saturating_sub(cur.rg_rows);
+        let by_bytes = if decoded_per_row > 0.0 {
+            (self.opts.batch_bytes.saturating_sub(cur.rg_bytes) as f64 / decoded_per_row).floor() as usize
+        } else {
+            usize::MAX
+        };
+        by_rows.min(by_bytes).max(1)
     }
 
     /// Appends rows to the open file, closing row groups at `batchRows` rows or `batchBytes`
