@@ -29,6 +29,7 @@ mod node;
 mod node_values;
 pub mod options;
 pub mod plan;
+pub mod planning;
 pub mod read;
 pub mod report;
 pub mod sort;
