@@ -37,6 +37,20 @@ export interface ColumnMetrics {
  */
 export declare function compactGeneration(files: Array<string | InputFile>, opts: CompactOptions): Promise<CompactResult>
 
+/** What `planCompaction` decided. */
+export interface CompactionPlanResult {
+  /** The planned files' paths, in `files` order. */
+  paths: Array<string>
+  /** Some group is to be rewritten. */
+  due: boolean
+  /** One per partition tuple, in order of first appearance. */
+  groups: Array<PlanGroup>
+  rewriteFiles: number
+  rewriteBytes: number
+  keepFiles: number
+  keepBytes: number
+}
+
 /** Options of `compactGeneration` (the TypeScript shape; values are validated in Rust). */
 export interface CompactOptions {
   /** Directory for the new data files; created if missing. */
@@ -193,6 +207,21 @@ export interface InputFile {
   location?: string
   /** The delete files that apply to this data file (the caller decides, from sequence numbers). */
   deletes?: Array<DeleteSource>
+  /**
+   * Planning facts the caller's manifests record (read from the file when absent; used by
+   * `planCompaction` and by `compactGeneration` with a `plan`).
+   */
+  fileSizeInBytes?: number | bigint
+  recordCount?: number | bigint
+  /**
+   * By partition field name, typed as `dataFile.partition` (numbers, BigInts, strings,
+   * Buffers, booleans, null compare by value).
+   */
+  partition?: Record<string, unknown>
+  /** The sort order the manifest records for this file. */
+  sortOrderId?: number
+  /** The caller needs this file rewritten: its group is due (reason 'forced'). */
+  rewrite?: boolean
 }
 
 export interface OutputFile {
@@ -210,6 +239,62 @@ export interface OutputFile {
   columns: Array<ColumnMetrics>
   /** The same figures as the Iceberg DataFile record to commit (`files.map(f => f.dataFile)`). */
   dataFile: IcebergDataFile
+}
+
+/**
+ * Decides, per partition tuple, whether compacting it changes anything: rewrite or keep, with
+ * reasons. Reads nothing the caller passed in `files` (size, partition, sort order); reads
+ * footers (and partition columns whose statistics do not settle them) otherwise.
+ */
+export declare function planCompaction(files: Array<string | InputFile>, opts: PlanOptions): Promise<CompactionPlanResult>
+
+/** One partition tuple's decision. */
+export interface PlanGroup {
+  /** The tuple's partition values, typed as `OutputFile.partition`. */
+  partition: Record<string, unknown>
+  action: 'rewrite' | 'keep'
+  /**
+   * Why it is rewritten (stable words: 'deletes', 'oversize', 'unsorted', 'small-files',
+   * 'fills-target', 'spans-tuples', 'forced'); empty when kept.
+   */
+  reasons: Array<string>
+  /** Indexes into `files` of the files a rewrite reads. */
+  rewrite: Array<number>
+  /** Indexes into `files` of the files left as they are. */
+  keep: Array<number>
+  /** Files the rewrite writes (0 when kept). */
+  expectedFiles: number
+}
+
+/**
+ * Options of `planCompaction` (the TypeScript shape; values are validated in Rust): the
+ * layout options of `compactGeneration` — pass the same object — and the planning rules.
+ */
+export interface PlanOptions {
+  /** As in `CompactOptions`; other `CompactOptions` keys are accepted and not used. */
+  targetFileBytes?: number
+  partitionBy?: Array<{ column: string; transform?: string; name?: string }>
+  sortBy?: Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>
+  /** A file whose `sortOrderId` (from its manifest) equals this non-zero id is known sorted. */
+  sortOrderId?: number
+  dedupeBy?: string
+  /**
+   * Files of at least this size (and at most `maxFileBytes`), with no deletes, one tuple and
+   * (with `sortBy`) known sorted, are sealed: always kept. Default 0.75 × targetFileBytes.
+   */
+  minFileBytes?: number
+  /** Files above this are split. Default 1.8 × targetFileBytes. */
+  maxFileBytes?: number
+  /**
+   * Unsealed files in a tuple that make it due (when rewriting them writes fewer files).
+   * Default 5; a caller that knows a day is closed may pass 2 (or 1).
+   */
+  minInputFiles?: number
+  /**
+   * 'call' (default) or 'tuple' (the dedupe key embeds the partition columns, so kept files
+   * of other tuples need not be read).
+   */
+  dedupeScope?: 'call' | 'tuple'
 }
 
 /** Progress of a running call, delivered to `onProgress` without blocking the pool. */

@@ -26,6 +26,8 @@ pub mod merge;
 #[cfg_attr(test, allow(dead_code))]
 mod node;
 #[cfg_attr(test, allow(dead_code))]
+mod node_plan;
+#[cfg_attr(test, allow(dead_code))]
 mod node_values;
 pub mod options;
 pub mod plan;

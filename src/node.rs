@@ -223,6 +223,20 @@ pub struct InputFile {
     pub location: Option<String>,
     /// The delete files that apply to this data file (the caller decides, from sequence numbers).
     pub deletes: Option<Vec<DeleteSource>>,
+    /// Planning facts the caller's manifests record (read from the file when absent; used by
+    /// `planCompaction` and by `compactGeneration` with a `plan`).
+    #[napi(ts_type = "number | bigint")]
+    pub file_size_in_bytes: Option<f64>,
+    #[napi(ts_type = "number | bigint")]
+    pub record_count: Option<f64>,
+    /// By partition field name, typed as `dataFile.partition` (numbers, BigInts, strings,
+    /// Buffers, booleans, null compare by value).
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub partition: Option<String>,
+    /// The sort order the manifest records for this file.
+    pub sort_order_id: Option<f64>,
+    /// The caller needs this file rewritten: its group is due (reason 'forced').
+    pub rewrite: Option<bool>,
 }
 
 /// `{ kind: 'position', path }` (a position-delete Parquet file), `{ kind: 'deletion-vector',
@@ -403,16 +417,20 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
 }
 
 /// Nesting depth converted for option values (`divert: { path: [key] }` needs 2).
-const MAX_OPTION_DEPTH: usize = 3;
+pub(crate) const MAX_OPTION_DEPTH: usize = 3;
 /// Nesting depth converted for a `files` entry.
-const MAX_FILE_DEPTH: usize = 4;
+pub(crate) const MAX_FILE_DEPTH: usize = 4;
 
 fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
     raw_value_at(env, v, 0, MAX_OPTION_DEPTH)
 }
 
-fn raw_value_at(env: &Env, v: &Unknown, depth: usize, max: usize) -> Result<RawValue> {
+pub(crate) fn raw_value_at(env: &Env, v: &Unknown, depth: usize, max: usize) -> Result<RawValue> {
     let raw = v.raw();
+    if v.get_type()? == ValueType::Object && v.is_buffer()? {
+        let bytes = unsafe { napi::bindgen_prelude::Buffer::from_napi_value(env.raw(), raw)? };
+        return Ok(RawValue::Bytes(bytes.to_vec()));
+    }
     if v.get_type()? == ValueType::Object && depth < max {
         if v.is_array()? {
             let list: Array = unsafe { v.cast()? };
@@ -439,6 +457,10 @@ fn raw_value_at(env: &Env, v: &Unknown, depth: usize, max: usize) -> Result<RawV
         ValueType::Boolean => RawValue::Bool(unsafe { bool::from_napi_value(env.raw(), raw)? }),
         ValueType::Number => RawValue::Number(unsafe { f64::from_napi_value(env.raw(), raw)? }),
         ValueType::String => RawValue::String(unsafe { String::from_napi_value(env.raw(), raw)? }),
+        ValueType::BigInt => match unsafe { napi::bindgen_prelude::BigInt::from_napi_value(env.raw(), raw)? }.get_i128() {
+            (n, true) => RawValue::BigInt(n),
+            _ => RawValue::Other("bigint beyond 128 bits".into()),
+        },
         other => RawValue::Other(format!("{other:?}").to_lowercase()),
     })
 }
@@ -479,7 +501,7 @@ fn progress_event(p: &Progress) -> ProgressEvent {
 }
 
 /// A JS `Error` with our `code`, built on the JS thread and used as the rejection value.
-fn js_error(env: &Env, e: &CompactError) -> napi::Error {
+pub(crate) fn js_error(env: &Env, e: &CompactError) -> napi::Error {
     let build = || -> Result<napi::Error> {
         let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.to_string()))?;
         obj.set_named_property("code", e.code())?;

@@ -3,7 +3,8 @@
 //! Memory: nothing beyond the options themselves.
 
 mod files;
-pub use files::input_files;
+pub mod plan;
+pub use files::{input_files, plan_inputs};
 
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::{PartitionField, Transform};
@@ -21,6 +22,10 @@ pub enum RawValue {
     Array(Vec<RawValue>),
     /// A plain object's own enumerable properties.
     Object(Vec<(String, RawValue)>),
+    /// A BigInt that fits 128 bits.
+    BigInt(i128),
+    /// A Buffer's (or Uint8Array's) bytes.
+    Bytes(Vec<u8>),
     /// Any other JS type, named (`"function"`, `"bigint"`, …).
     Other(String),
 }
@@ -35,6 +40,8 @@ impl RawValue {
             RawValue::String(_) => "string".into(),
             RawValue::Array(_) => "array".into(),
             RawValue::Object(_) => "object".into(),
+            RawValue::BigInt(_) => "bigint".into(),
+            RawValue::Bytes(_) => "Buffer".into(),
             RawValue::Other(t) => t.clone(),
         }
     }
@@ -68,7 +75,7 @@ pub const DEFAULT_BATCH_BYTES: usize = 32 * 1024 * 1024;
 /// zstd's own default level (and DuckDB's); parquet-rs defaults to 1. On the seed shape level 3
 /// writes 10 % smaller files (28 % when sorting interleaves tuples) for ~3 % more time.
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -14,6 +14,8 @@
 //!
 //! Memory: a few words per file and per tuple.
 
+pub mod facts;
+
 use crate::error::{CompactError, Result};
 
 /// The rules of a plan, in bytes of data file on disk.
