@@ -121,6 +121,12 @@ impl Outputs {
     pub fn commit(mut self) {
         self.committed = true;
     }
+
+    /// A path this call created under outDir besides its data files (a kept file's link),
+    /// removed with them unless the call commits.
+    pub fn adopt(&mut self, path: PathBuf) {
+        self.created.push(path);
+    }
 }
 
 impl Drop for Outputs {
@@ -325,7 +331,9 @@ impl<'a> RollingWriter<'a> {
                 }
                 take = take.min(self.row_group_room(decoded_per_row).min(left));
             }
-            if force_progress {
+            // A file gets at least one row: one whose footer alone passes a tiny target would
+            // otherwise be closed empty, again and again.
+            if force_progress || self.current.as_ref().is_some_and(|c| c.rows == 0 && c.rg_rows == 0) {
                 take = take.max(1);
                 force_progress = false;
             }
@@ -400,8 +408,9 @@ impl<'a> RollingWriter<'a> {
             }
         }
         self.send_flushed();
+        let empty = self.current.as_ref().is_none_or(|c| c.rows == 0);
         let full = match self.share() {
-            Some(share) => self.open_size() + out_per_row / 2.0 >= share,
+            Some(share) => !empty && self.open_size() + out_per_row / 2.0 >= share,
             None => false,
         };
         if full {

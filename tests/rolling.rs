@@ -56,3 +56,34 @@ fn a_small_target_on_highly_compressible_rows_rolls_files_from_the_first_one() {
     }
     assert!(several, "at least one file holds several row groups");
 }
+
+/// A target smaller than a file's own footer: every file still gets rows (before, each new
+/// file was judged full before its first row and closed empty, forever).
+#[test]
+fn a_target_smaller_than_a_footer_writes_no_empty_file() {
+    let s = Scratch::new("rolling-tiny");
+    let schema = Arc::new(Schema::new(vec![field("id", DataType::Int64, false, 1), field("doc", DataType::Utf8, false, 2)]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(0..40)),
+        Arc::new(StringArray::from_iter_values((0..40).map(|i| format!("row {i} {}", "x".repeat(3000))))),
+    ];
+    let input = s.path().join("in.parquet");
+    let mut w = ArrowWriter::try_new(File::create(&input).unwrap(), schema.clone(), None).unwrap();
+    w.write(&RecordBatch::try_new(schema, cols).unwrap()).unwrap();
+    w.close().unwrap();
+
+    let mut o = Options::new(s.path().join("out"));
+    o.target_file_bytes = 1024;
+    o.batch_rows = 8;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (out, target) = (o.out_dir.clone(), o.target_file_bytes);
+    std::thread::spawn(move || {
+        let _ = tx.send(compact(&[input.display().to_string()], &o, &AtomicBool::new(false), &|_| {}));
+    });
+    let r = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the call ends").unwrap();
+    assert_eq!(r.rows_written, 40);
+    assert!(r.files.iter().all(|f| f.record_count > 0), "no empty file: {:?}", r.files.iter().map(|f| f.record_count).collect::<Vec<_>>());
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), r.files.len());
+    let footer_only = r.files.iter().map(|f| f.file_size_in_bytes).min().unwrap_or(0);
+    assert!(footer_only > target, "the footer alone passes the target ({footer_only} bytes)");
+}
