@@ -118,12 +118,36 @@ export interface CompactOptions {
    * against the surviving input rows. Default true.
    */
   verify?: boolean
+  /**
+   * A `planCompaction` result for these `files`: only the files of its 'rewrite' groups are
+   * read and written; the files it keeps are carried into `outDir` (`result.kept`).
+   */
+  plan?: CompactionPlanResult
+  /**
+   * With `plan`: 'link' (default: hard links in outDir, a copy across file systems) or
+   * 'in-place' (kept files stay where they are).
+   */
+  keep?: 'link' | 'in-place'
+  /** The planning rules (see `PlanOptions`), accepted so one object serves both calls. */
+  minFileBytes?: number
+  maxFileBytes?: number
+  minInputFiles?: number
+  /**
+   * With `plan` and `dedupeBy`: 'call' (default: no rewritten row repeats a key of any kept
+   * file) or 'tuple' (only of the kept files of its own tuple).
+   */
+  dedupeScope?: 'call' | 'tuple'
   signal?: AbortSignal
   onProgress?: (progress: ProgressEvent) => void
 }
 
 export interface CompactResult {
   files: Array<OutputFile>
+  /**
+   * With a `plan`: the files it kept, linked into outDir (or, with `keep: 'in-place'`, where
+   * they are), each with `input` and its `dataFile` read from its footer. Empty without.
+   */
+  kept: Array<OutputFile>
   inputFiles: number
   /**
    * Rows decoded from the data files, deleted ones included:
@@ -239,6 +263,8 @@ export interface OutputFile {
   columns: Array<ColumnMetrics>
   /** The same figures as the Iceberg DataFile record to commit (`files.map(f => f.dataFile)`). */
   dataFile: IcebergDataFile
+  /** Kept files only: the index into `files` of the input it is. */
+  input?: number
 }
 
 /**

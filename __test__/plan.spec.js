@@ -145,6 +145,97 @@ print(json.dumps(out))`
   })
 })
 
+describe('a planned rewrite', () => {
+  let base
+  let outs
+  let wave
+  let all
+  let minFileBytes
+  let due
+  beforeAll(async () => {
+    base = await compactGeneration(gen.files, { outDir: path.join(tmp, 'base'), partitionBy })
+    outs = base.files.map(f => f.path)
+    // A wave of small files for two tuples: the same rows again, written as many tiny files.
+    const small = await compactGeneration(gen.files, { outDir: path.join(tmp, 'small'), partitionBy, targetFileBytes: 1024, batchRows: 4 })
+    due = [base.files[0], base.files[2]].map(f => key(f.partition))
+    wave = due.flatMap(t => small.files.filter(f => key(f.partition) === t).slice(0, 5).map(f => f.path))
+    expect(wave).toHaveLength(10)
+    all = [...outs, ...wave]
+    const waveMax = Math.max(...wave.map(f => fs.statSync(f).size))
+    const outMin = Math.min(...outs.map(f => fs.statSync(f).size))
+    expect(waveMax).toBeLessThan(outMin)
+    minFileBytes = waveMax + 1
+  })
+
+  test('rewrites only the due tuples, carries the rest with their dataFile, and converges', async () => {
+    const opts = { partitionBy, minFileBytes }
+    const plan = await planCompaction(all, opts)
+    const rewritten = plan.groups.filter(g => g.action === 'rewrite')
+    expect(rewritten.map(g => key(g.partition))).toEqual(due)
+    for (const g of rewritten) expect(g.rewrite.every(i => i >= outs.length)).toBe(true)
+    const outDir = path.join(tmp, 'planned')
+    const r = await compactGeneration(all, { ...opts, outDir, plan, outLocation: 'file:///table/data/' })
+    // only the wave was read
+    const [{ n: waveRows }] = await duck.q(`SELECT count(*)::INT AS n FROM read_parquet(${fileList(wave)})`)
+    expect(r.inputFiles).toBe(wave.length)
+    expect(r.rowsRead).toBe(waveRows)
+    expect(r.rowsWritten).toBe(waveRows)
+    expect(r.files.map(f => key(f.partition))).toEqual(due)
+    // every output is kept, linked into outDir (same inode), with the footer's dataFile
+    expect(r.kept.map(k => k.input)).toEqual(outs.map((_, i) => i))
+    for (const k of r.kept) {
+      const from = base.files[k.input]
+      expect(path.dirname(k.path)).toBe(outDir)
+      expect(fs.statSync(k.path).ino).toBe(fs.statSync(from.path).ino)
+      expect(k.dataFile.file_path).toBe(`file:///table/data/${path.basename(k.path)}`)
+      expect({ ...k.dataFile, file_path: '' }).toEqual({ ...from.dataFile, file_path: '' })
+      expect(k.partition).toEqual(from.partition)
+    }
+    // the new generation holds the kept and the rewritten rows (DuckDB), and is not due
+    const now = fs.readdirSync(outDir).filter(f => f.endsWith('.parquet')).map(f => path.join(outDir, f))
+    expect(now.sort()).toEqual([...r.files.map(f => f.path), ...r.kept.map(k => k.path)].sort())
+    const [{ n: total }] = await duck.q(`SELECT count(*)::INT AS n FROM read_parquet(${fileList(now)})`)
+    const [{ n: before }] = await duck.q(`SELECT count(*)::INT AS n FROM read_parquet(${fileList(all)})`)
+    expect(total).toBe(before)
+    expect((await planCompaction(now, opts)).due).toBe(false)
+  })
+
+  test('with dedupeBy, rewritten rows repeating a kept row are dropped and kept rows never are', async () => {
+    const opts = { partitionBy, minFileBytes, dedupeBy: '_hyp_cache_row_id' }
+    const plan = await planCompaction(all, opts)
+    const outDir = path.join(tmp, 'planned-dedupe')
+    const r = await compactGeneration(all, { ...opts, outDir, plan })
+    const [{ n: waveRows }] = await duck.q(`SELECT count(*)::INT AS n FROM read_parquet(${fileList(wave)})`)
+    // every wave row is a copy of a row of a kept file
+    expect(r.duplicatesDropped).toBe(waveRows)
+    expect(r.rowsWritten).toBe(0)
+    expect(r.files).toEqual([])
+    expect(r.kept).toHaveLength(outs.length)
+  })
+
+  test("keep: 'in-place' leaves kept files where they are; a plan for other files is refused", async () => {
+    const plan = await planCompaction(all, { partitionBy, minFileBytes })
+    const outDir = path.join(tmp, 'in-place')
+    const r = await compactGeneration(all, { outDir, partitionBy, plan, keep: 'in-place' })
+    expect(r.kept.map(k => k.path)).toEqual(outs)
+    expect(r.kept.map(k => k.dataFile.file_path)).toEqual(outs)
+    expect(fs.readdirSync(outDir).filter(f => f.endsWith('.parquet'))).toHaveLength(r.files.length)
+    const other = path.join(tmp, 'other')
+    await expectCompactError(() => compactGeneration(all.slice(1), { outDir: other, partitionBy, plan }), { code: 'ERR_INVALID_OPTIONS', mentions: ['plan'], outDir: other })
+  })
+
+  test('a plan that keeps everything writes nothing and carries every file', async () => {
+    const plan = await planCompaction(outs, { partitionBy })
+    expect(plan.due).toBe(false)
+    const outDir = path.join(tmp, 'all-kept')
+    const r = await compactGeneration(outs, { outDir, partitionBy, plan })
+    expect(r.files).toEqual([])
+    expect(r.inputFiles).toBe(0)
+    expect(r.kept.map(k => k.input)).toEqual(outs.map((_, i) => i))
+    expect(fs.readdirSync(outDir).sort()).toEqual(outs.map(f => path.basename(f)).sort())
+  })
+})
+
 describe('bad planning input', () => {
   test('rules out of order, unknown keys and a path listed twice are ERR_INVALID_OPTIONS', async () => {
     await expectCompactError(() => planCompaction(gen.files, { targetFileBytes: 4096, minFileBytes: 8192 }), { code: 'ERR_INVALID_OPTIONS', mentions: ['minFileBytes'] })

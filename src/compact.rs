@@ -62,16 +62,23 @@ pub fn compact<F: Clone + Into<InputFile>>(
     progress: &dyn Fn(&Progress),
 ) -> Result<CompactReport> {
     let files: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
+    if let Some((chosen, inner)) = crate::keep::resolve_plan(&files, opts)? {
+        return compact(&chosen, &inner, cancel, progress);
+    }
     let started = Instant::now();
     check_cancel(cancel)?;
     if files.is_empty() {
-        return Ok(empty_generation(opts, started, progress));
+        return empty_generation(opts, started, cancel, progress);
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let (mut plan, opts) = plan_call(&files, opts)?;
     let opts = &opts;
-    let keys = Keys::new(&plan, opts)?;
+    let mut keys = Keys::new(&plan, opts)?;
     let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
+    if let (Some(deduper), Some(carry)) = (keys.deduper.as_mut(), opts.carry.as_ref()) {
+        let column = crate::unify::option_column(&plan.arrow_schema, "dedupeBy", deduper.column_name())?;
+        crate::keep::seed_keys(deduper, plan.arrow_schema.field(column).data_type(), &carry.seed, &limits, cancel)?;
+    }
     let deletes = DeleteIndex::load(&plan, &limits, cancel)?;
     // Columns whose values repeat are decoded as dictionaries from here on — all but the keys.
     let keep_plain = key_roots(&plan, opts, deletes.as_ref());
@@ -124,6 +131,10 @@ pub fn compact<F: Clone + Into<InputFile>>(
         if let Some(d) = stages.diverter.as_mut() {
             d.publish()?;
         }
+        let kept = match &opts.carry {
+            Some(carry) => crate::keep::carry(carry, opts, &mut outputs, cancel)?,
+            None => Vec::new(),
+        };
         check_cancel(cancel)?;
         let mut report = build_report(
             &plan,
@@ -139,6 +150,7 @@ pub fn compact<F: Clone + Into<InputFile>>(
         report.intermediate_merges = spill.intermediate_merges;
         report.spill_peak_bytes = spill.peak_disk_bytes();
         report.peak_memory_bytes = plan.memory.peak() as u64;
+        report.kept = kept;
         describe_files(&mut report, opts, &stages, tuples);
         outputs.commit();
         if let Some(d) = stages.diverter.take() {
@@ -150,11 +162,20 @@ pub fn compact<F: Clone + Into<InputFile>>(
 }
 
 /// An empty generation (everything expired): nothing to read, nothing to create.
-fn empty_generation(opts: &Options, started: Instant, progress: &dyn Fn(&Progress)) -> CompactReport {
+fn empty_generation(opts: &Options, started: Instant, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+    let mut kept = Vec::new();
+    if let Some(carry) = opts.carry.as_ref().filter(|c| !c.kept.is_empty()) {
+        // A plan that keeps everything: no data file is written, the kept files are carried.
+        let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
+        kept = crate::keep::carry(carry, opts, &mut outputs, cancel)?;
+        check_cancel(cancel)?;
+        outputs.commit();
+    }
     progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let mut report = CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0);
     report.diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
-    report
+    report.kept = kept;
+    Ok(report)
 }
 
 /// The plan of the inputs, and the options with the output codec resolved from them.
@@ -552,7 +573,7 @@ fn key_roots(plan: &Plan, opts: &Options, deletes: Option<&DeleteIndex>) -> Vec<
 }
 
 /// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.
-fn data_file_location(prefix: Option<&str>, path: &str) -> String {
+pub(crate) fn data_file_location(prefix: Option<&str>, path: &str) -> String {
     let path = std::path::Path::new(path);
     match prefix {
         Some(prefix) => {

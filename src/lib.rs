@@ -20,6 +20,7 @@ pub mod group;
 pub mod guard;
 pub mod heap;
 pub mod iceberg;
+pub mod keep;
 pub mod kmerge;
 pub mod memory;
 pub mod merge;

@@ -105,6 +105,8 @@ pub struct OutputFile {
     pub columns: Vec<ColumnMetrics>,
     /// The same figures as the Iceberg DataFile record to commit (`files.map(f => f.dataFile)`).
     pub data_file: IcebergDataFile,
+    /// Kept files only: the index into `files` of the input it is.
+    pub input: Option<u32>,
 }
 
 /// The `divert` side file.
@@ -118,6 +120,9 @@ pub struct DivertedFile {
 #[napi(object, object_from_js = false)]
 pub struct CompactResult {
     pub files: Vec<OutputFile>,
+    /// With a `plan`: the files it kept, linked into outDir (or, with `keep: 'in-place'`, where
+    /// they are), each with `input` and its `dataFile` read from its footer. Empty without.
+    pub kept: Vec<OutputFile>,
     pub input_files: u32,
     /// Rows decoded from the data files, deleted ones included:
     /// rowsRead = rowsDeleted + (diverted?.rows ?? 0) + duplicatesDropped + rowsWritten.
@@ -206,6 +211,22 @@ pub struct CompactOptions {
     /// Re-read the outputs before publishing: row counts and a content digest of every row
     /// against the surviving input rows. Default true.
     pub verify: Option<bool>,
+    /// A `planCompaction` result for these `files`: only the files of its 'rewrite' groups are
+    /// read and written; the files it keeps are carried into `outDir` (`result.kept`).
+    #[napi(ts_type = "CompactionPlanResult")]
+    pub plan: Option<String>,
+    /// With `plan`: 'link' (default: hard links in outDir, a copy across file systems) or
+    /// 'in-place' (kept files stay where they are).
+    #[napi(ts_type = "'link' | 'in-place'")]
+    pub keep: Option<String>,
+    /// The planning rules (see `PlanOptions`), accepted so one object serves both calls.
+    pub min_file_bytes: Option<f64>,
+    pub max_file_bytes: Option<f64>,
+    pub min_input_files: Option<f64>,
+    /// With `plan` and `dedupeBy`: 'call' (default: no rewritten row repeats a key of any kept
+    /// file) or 'tuple' (only of the kept files of its own tuple).
+    #[napi(ts_type = "'call' | 'tuple'")]
+    pub dedupe_scope: Option<String>,
     #[napi(ts_type = "AbortSignal")]
     pub signal: Option<String>,
     #[napi(ts_type = "(progress: ProgressEvent) => void")]
@@ -416,8 +437,9 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
     Ok(Prepared { files: paths, options, cancel, progress })
 }
 
-/// Nesting depth converted for option values (`divert: { path: [key] }` needs 2).
-pub(crate) const MAX_OPTION_DEPTH: usize = 3;
+/// Nesting depth converted for option values (`divert: { path: [key] }` needs 2;
+/// `plan: { groups: [{ partition: { name: value } }] }` needs 4).
+pub(crate) const MAX_OPTION_DEPTH: usize = 5;
 /// Nesting depth converted for a `files` entry.
 pub(crate) const MAX_FILE_DEPTH: usize = 4;
 
@@ -535,38 +557,40 @@ fn data_file(f: &FileReport) -> IcebergDataFile {
     }
 }
 
-fn to_js(r: CompactReport) -> CompactResult {
-    CompactResult {
-        files: r
-            .files
+fn output_file(f: FileReport, input: Option<usize>) -> OutputFile {
+    OutputFile {
+        input: input.map(|i| i as u32),
+        data_file: data_file(&f),
+        path: f.path,
+        partition: f.partition.into_iter().map(|(k, v)| (k, json_value(v))).collect(),
+        record_count: f.record_count as i64,
+        file_size_in_bytes: f.file_size_in_bytes as i64,
+        row_groups: f.row_groups,
+        split_offsets: f.split_offsets.into_iter().map(|o| o as i64).collect(),
+        sort_order_id: f.sort_order_id,
+        columns: f
+            .columns
             .into_iter()
-            .map(|f| OutputFile {
-                data_file: data_file(&f),
-                path: f.path,
-                partition: f.partition.into_iter().map(|(k, v)| (k, json_value(v))).collect(),
-                record_count: f.record_count as i64,
-                file_size_in_bytes: f.file_size_in_bytes as i64,
-                row_groups: f.row_groups,
-                split_offsets: f.split_offsets.into_iter().map(|o| o as i64).collect(),
-                sort_order_id: f.sort_order_id,
-                columns: f
-                    .columns
-                    .into_iter()
-                    .map(|c| ColumnMetrics {
-                        name: c.name,
-                        field_id: c.field_id,
-                        column_size_bytes: c.column_size_bytes as i64,
-                        value_count: c.value_count as i64,
-                        null_value_count: c.null_value_count as i64,
-                        nan_value_count: c.nan_value_count.map(|n| n as i64),
-                        lower_bound: c.lower_bound.as_ref().map(|(v, _)| bound_value(v)),
-                        upper_bound: c.upper_bound.as_ref().map(|(v, _)| bound_value(v)),
-                        lower_bound_bytes: c.lower_bound.map(|(_, b)| CopiedBuffer(b)),
-                        upper_bound_bytes: c.upper_bound.map(|(_, b)| CopiedBuffer(b)),
-                    })
-                    .collect(),
+            .map(|c| ColumnMetrics {
+                name: c.name,
+                field_id: c.field_id,
+                column_size_bytes: c.column_size_bytes as i64,
+                value_count: c.value_count as i64,
+                null_value_count: c.null_value_count as i64,
+                nan_value_count: c.nan_value_count.map(|n| n as i64),
+                lower_bound: c.lower_bound.as_ref().map(|(v, _)| bound_value(v)),
+                upper_bound: c.upper_bound.as_ref().map(|(v, _)| bound_value(v)),
+                lower_bound_bytes: c.lower_bound.map(|(_, b)| CopiedBuffer(b)),
+                upper_bound_bytes: c.upper_bound.map(|(_, b)| CopiedBuffer(b)),
             })
             .collect(),
+    }
+}
+
+fn to_js(r: CompactReport) -> CompactResult {
+    CompactResult {
+        files: r.files.into_iter().map(|f| output_file(f, None)).collect(),
+        kept: r.kept.into_iter().map(|(i, f)| output_file(f, Some(i))).collect(),
         input_files: r.input_files,
         rows_read: r.rows_read as i64,
         rows_deleted: r.rows_deleted as i64,

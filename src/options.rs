@@ -67,6 +67,12 @@ pub const KNOWN_KEYS: &[&str] = &[
     "threads",
     "signal",
     "onProgress",
+    "plan",
+    "keep",
+    "minFileBytes",
+    "maxFileBytes",
+    "minInputFiles",
+    "dedupeScope",
 ];
 
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
@@ -103,6 +109,10 @@ pub struct Options {
     pub out_location: Option<String>,
     /// Threads one call may use (default: the machine's available parallelism).
     pub threads: usize,
+    /// A `planCompaction` result: rewrite only what it marks, carry what it keeps.
+    pub plan: Option<crate::planning::PlanSelection>,
+    /// Set from `plan` by the call itself: the kept files to carry over.
+    pub carry: Option<crate::keep::Carry>,
 }
 
 /// `divert: { column, path?, equals, to }`.
@@ -143,6 +153,8 @@ impl Options {
             divert: None,
             out_location: None,
             threads: available_threads(),
+            plan: None,
+            carry: None,
         }
     }
 
@@ -218,6 +230,10 @@ impl Options {
             RawValue::String(s) if !s.is_empty() => opts.tmp_dir = Some(PathBuf::from(s)),
             v => return Err(invalid(format!("'tmpDir' must be a non-empty string, got {}", v.type_name()))),
         }
+        // The planning rules are validated as planCompaction does (they are the plan's, not
+        // the rewrite's); the plan itself is checked against `files` by the call.
+        plan::plan_options(entries)?;
+        opts.plan = plan::plan_selection(&get("plan"), &get("keep"), &get("dedupeScope"))?;
         match get("verify") {
             RawValue::Undefined | RawValue::Null => {}
             RawValue::Bool(b) => opts.verify = b,

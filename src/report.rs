@@ -58,6 +58,8 @@ pub struct CompactReport {
     pub spill_peak_bytes: u64,
     /// The call's accounted peak memory (`memory::Accountant::peak`).
     pub peak_memory_bytes: u64,
+    /// Files a plan kept (carried into outDir or left in place), with their index in `files`.
+    pub kept: Vec<(usize, FileReport)>,
 }
 
 /// A closed file's report, from the footer its writer produced (the footer itself is then
@@ -154,6 +156,7 @@ pub fn build_report(plan: &Plan, files: Vec<FileReport>, rows_read: u64, rows_wr
         intermediate_merges: 0,
         spill_peak_bytes: 0,
         peak_memory_bytes: 0,
+        kept: Vec::new(),
     }
 }
 
@@ -176,6 +179,7 @@ impl CompactReport {
             intermediate_merges: 0,
             spill_peak_bytes: 0,
             peak_memory_bytes: 0,
+            kept: Vec::new(),
         }
     }
 }

@@ -5,6 +5,7 @@ use super::{integer, invalid, partition_by, sort_by, RawValue, DEFAULT_TARGET_FI
 use crate::error::Result;
 use crate::planning::facts::PlanOptions;
 use crate::planning::Rules;
+use crate::planning::{PlanSelection, SelectedGroup};
 
 /// The planning rules' keys (accepted by `compactGeneration` too, beside its `plan`).
 pub const PLAN_KEYS: &[&str] = &["minFileBytes", "maxFileBytes", "minInputFiles", "dedupeScope"];
@@ -39,6 +40,57 @@ pub fn plan_options(entries: &[(String, RawValue)]) -> Result<PlanOptions> {
     }
     let rules = Rules::new(target, bytes("minFileBytes")?, bytes("maxFileBytes")?, min_input_files, sort_by.is_some())?;
     Ok(PlanOptions { rules, partition_by: partition_by(&get("partitionBy"))?, sort_by, sort_order_id })
+}
+
+/// `compactGeneration`'s `plan` (a `planCompaction` result for the same files), `keep`
+/// (`'link'`, the default, or `'in-place'`) and `dedupeScope`; `None` without a plan.
+pub fn plan_selection(plan: &RawValue, keep: &RawValue, scope: &RawValue) -> Result<Option<PlanSelection>> {
+    let in_place = match keep {
+        RawValue::Undefined | RawValue::Null => false,
+        RawValue::String(s) if s == "link" => false,
+        RawValue::String(s) if s == "in-place" => true,
+        v => return Err(invalid(format!("'keep' must be 'link' or 'in-place', got {v:?}"))),
+    };
+    let tuple_scope = matches!(scope, RawValue::String(s) if s == "tuple");
+    let entries = match plan {
+        RawValue::Undefined | RawValue::Null => {
+            if in_place {
+                return Err(invalid("'keep' needs a 'plan'".into()));
+            }
+            return Ok(None);
+        }
+        RawValue::Object(entries) => entries,
+        v => return Err(invalid(format!("'plan' must be a planCompaction result, got {}", v.type_name()))),
+    };
+    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
+    let RawValue::Array(raw_paths) = get("paths") else { return Err(invalid("'plan.paths' must be an array of paths".into())) };
+    let paths = raw_paths
+        .iter()
+        .map(|p| match p {
+            RawValue::String(s) => Ok(s.clone()),
+            v => Err(invalid(format!("'plan.paths' must hold strings, got {}", v.type_name()))),
+        })
+        .collect::<Result<Vec<String>>>()?;
+    let RawValue::Array(raw_groups) = get("groups") else { return Err(invalid("'plan.groups' must be an array".into())) };
+    let mut groups = Vec::with_capacity(raw_groups.len());
+    for (i, g) in raw_groups.iter().enumerate() {
+        let RawValue::Object(fields) = g else { return Err(invalid(format!("'plan.groups[{i}]' must be an object"))) };
+        let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
+        let rewrite = match field("action") {
+            RawValue::String(a) if a == "rewrite" => true,
+            RawValue::String(a) if a == "keep" => false,
+            v => return Err(invalid(format!("'plan.groups[{i}].action' must be 'rewrite' or 'keep', got {v:?}"))),
+        };
+        let indexes = |key: &str| -> Result<Vec<usize>> {
+            let RawValue::Array(items) = field(key) else { return Err(invalid(format!("'plan.groups[{i}].{key}' must be an array"))) };
+            items
+                .iter()
+                .map(|v| Ok(integer(v, &format!("plan.groups[{i}].{key}"), 0.0, (paths.len().max(1) - 1) as f64)?.unwrap_or(0.0) as usize))
+                .collect()
+        };
+        groups.push(SelectedGroup { rewrite, rewrite_files: indexes("rewrite")?, keep_files: indexes("keep")? });
+    }
+    Ok(Some(PlanSelection { paths, groups, in_place, tuple_scope }))
 }
 
 #[cfg(test)]

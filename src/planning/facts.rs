@@ -136,7 +136,12 @@ pub fn plan_compaction(inputs: &[PlanInput], opts: &PlanOptions) -> Result<Compa
             let sorted = known_sorted || opts.sort_by.as_ref().is_some_and(|keys| footer_sorted(meta.metadata(), keys));
             let found = match (given, &opts.partition_by) {
                 (Some(t), _) => t,
-                (None, Some(spec)) => file_tuples(path, &file, meta.metadata(), meta.schema(), spec)?,
+                (None, Some(spec)) => {
+                    let found = file_partitions(path, &file, meta.metadata(), meta.schema(), spec)?;
+                    let total = found.iter().map(|(_, n)| *n).sum::<u64>() as f64;
+                    let n = found.len().max(1) as f64;
+                    found.into_iter().map(|(t, rows)| (keys(&t), if total > 0.0 { rows as f64 / total } else { 1.0 / n })).collect()
+                }
                 (None, None) => vec![(Vec::new(), 1.0)],
             };
             (found, sorted)
@@ -183,7 +188,7 @@ fn given_tuple(spec: &[PartitionField], values: &[(String, Key)]) -> Option<Tupl
 
 /// Every row group's `sorting_columns` begin with `keys` (same columns, directions and null
 /// order); a file without row groups is sorted.
-fn footer_sorted(meta: &ParquetMetaData, keys: &[SortKey]) -> bool {
+pub fn footer_sorted(meta: &ParquetMetaData, keys: &[SortKey]) -> bool {
     let descr = meta.file_metadata().schema_descr();
     let leaf = |name: &str| (0..descr.num_columns()).find(|&l| descr.column(l).path().parts() == [name.to_string()]);
     let want: Option<Vec<(usize, bool, bool)>> = keys.iter().map(|k| leaf(&k.column).map(|l| (l, k.descending, k.nulls_first))).collect();
@@ -203,19 +208,25 @@ fn monotonic(t: Transform) -> bool {
     !matches!(t, Transform::Bucket(_))
 }
 
-/// A file's tuples with the share of its rows in each: from its footer's statistics when they
-/// settle every row group, else by decoding the partition source columns.
-fn file_tuples(
+/// A typed partition tuple, as `dataFile.partition` reports it.
+pub type Values = Vec<(String, PartitionValue)>;
+
+fn keys(values: &Values) -> Tuple {
+    values.iter().map(|(name, v)| (name.clone(), Key::of(v))).collect()
+}
+
+/// A file's tuples with the rows of it in each: from its footer's statistics when they settle
+/// every row group, else by decoding the partition source columns.
+pub fn file_partitions(
     path: &std::path::Path,
     file: &crate::guard::GuardedInput,
     meta: &ParquetMetaData,
     schema: &SchemaRef,
     spec: &[PartitionField],
-) -> Result<Vec<(Tuple, f64)>> {
+) -> Result<Vec<(Values, u64)>> {
     let schema = Arc::new(wide_offsets_schema(schema));
-    let total = meta.file_metadata().num_rows().max(0) as f64;
     if let Some(found) = tuples_from_statistics(meta, &schema, spec)? {
-        return Ok(shares(found, total));
+        return Ok(found);
     }
     let mut partitioner = Partitioner::new(&schema, spec)?;
     let roots = partitioner.source_roots();
@@ -235,23 +246,17 @@ fn file_tuples(
             }
         }
     }
-    let found = counts.into_iter().map(|(id, n)| (tuple_of(&partitioner, id), n)).collect();
-    Ok(shares(found, total))
+    Ok(counts.into_iter().map(|(id, n)| (tuple_of(&partitioner, id), n)).collect())
 }
 
-fn shares(found: Vec<(Tuple, u64)>, total: f64) -> Vec<(Tuple, f64)> {
-    let n = found.len().max(1) as f64;
-    found.into_iter().map(|(t, rows)| (t, if total > 0.0 { rows as f64 / total } else { 1.0 / n })).collect()
-}
-
-fn tuple_of(partitioner: &Partitioner, id: usize) -> Tuple {
-    partitioner.tuples.get(id).map(|t| t.iter().map(|(name, v)| (name.clone(), Key::of(v))).collect()).unwrap_or_default()
+fn tuple_of(partitioner: &Partitioner, id: usize) -> Values {
+    partitioner.tuples.get(id).cloned().unwrap_or_default()
 }
 
 /// Per tuple, the rows the statistics place in it; `None` unless they settle every row group:
 /// each source column's bounds exact and free of nulls (or the chunk all null), and the
 /// transformed lower and upper bounds the same tuple (equal bounds for a bucket transform).
-fn tuples_from_statistics(meta: &ParquetMetaData, schema: &SchemaRef, spec: &[PartitionField]) -> Result<Option<Vec<(Tuple, u64)>>> {
+fn tuples_from_statistics(meta: &ParquetMetaData, schema: &SchemaRef, spec: &[PartitionField]) -> Result<Option<Vec<(Values, u64)>>> {
     let groups = meta.row_groups();
     if groups.is_empty() {
         return Ok(Some(Vec::new()));
@@ -291,7 +296,7 @@ fn tuples_from_statistics(meta: &ParquetMetaData, schema: &SchemaRef, spec: &[Pa
     let low_ids = partitioner.tuple_ids(&low)?;
     let high_ids = partitioner.tuple_ids(&high)?;
     let equal_bounds = |i: usize| lows.iter().zip(&highs).all(|(l, h)| l.slice(i, 1).to_data() == h.slice(i, 1).to_data());
-    let mut found: Vec<(Tuple, u64)> = Vec::new();
+    let mut found: Vec<(Values, u64)> = Vec::new();
     for (i, rg) in groups.iter().enumerate() {
         if low_ids[i] != high_ids[i] || !(spec.iter().all(|f| monotonic(f.transform)) || equal_bounds(i)) {
             return Ok(None);
