@@ -94,6 +94,23 @@ describe('compact', () => {
     expect(r.stdout).toMatch(/^time: /m)
   })
 
+  test('--only-due: a second run over the compacted partition rewrites nothing and carries its files', () => {
+    const first = outDir('only-due-1')
+    const r1 = cli(['compact', inDir(), '--out', first, '--only-due', '--json', '--no-progress'])
+    expect(r1.status).toBe(0)
+    const d1 = JSON.parse(r1.stdout)
+    expect(d1.inputFiles).toBe(12)
+    expect(d1.kept).toEqual([])
+    const second = outDir('only-due-2')
+    const r2 = cli(['compact', first, '--out', second, '--only-due', '--json', '--no-progress'])
+    expect(r2.status).toBe(0)
+    const d2 = JSON.parse(r2.stdout)
+    expect(d2.inputFiles).toBe(0)
+    expect(d2.files).toEqual([])
+    expect(d2.kept.map(k => path.basename(k.path))).toEqual(d1.files.map(f => path.basename(f.path)))
+    expect(fs.statSync(d2.kept[0].path).ino).toBe(fs.statSync(d1.files[0].path).ino)
+  })
+
   test('--json: parses, and is the API result for the same inputs and options', async () => {
     const a = outDir('json-cli')
     const b = outDir('json-api')
@@ -195,18 +212,27 @@ describe('compact', () => {
 })
 
 describe('inspect', () => {
-  test('per file footers and the partition summary; due by the host rules, flags change them', () => {
+  test('per file footers and the partition summary; due by the planner, its rules change it', () => {
     const r = cli(['inspect', inDir()])
     expect(r.status).toBe(0)
     const lines = r.stdout.trim().split('\n')
-    expect(lines.length).toBe(12 + 2)
+    expect(lines.length).toBe(12 + 3)
     expect(lines[0]).toMatch(/part-00000\.parquet {2}[\d.]+ KiB {2}[\d,]+ rows {2}1 row group {2}SNAPPY {2}unsorted/)
     expect(r.stdout).toMatch(/^partition: 12 files, .*12 row groups, 1,200 rows, SNAPPY$/m)
-    expect(r.stdout).toMatch(/^due for compaction: average file .* < 32\.0 MiB$/m)
-    const relaxed = cli(['inspect', inDir(), '--summary', '--max-files', '100', '--min-avg-size', '1KiB'])
-    expect(relaxed.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^partition: /), expect.stringMatching(/^not due for compaction \(12 files <= 100/)])
-    const many = cli(['inspect', inDir(), '--summary', '--max-files', '5', '--min-avg-size', '1KiB'])
-    expect(many.stdout).toMatch(/^due for compaction: 12 files > 5$/m)
+    expect(r.stdout).toMatch(/^ {2}\(whole partition\): rewrite 12 files into 1 file \(small-files\)$/m)
+    expect(r.stdout).toMatch(/^due for compaction: 1 of 1 tuple \(small-files\); rewrite 12 files/m)
+    // fewer small files than --min-input-files: rewriting them would not be worth it
+    const relaxed = cli(['inspect', inDir(), '--summary', '--min-input-files', '100'])
+    expect(relaxed.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^partition: /), expect.stringMatching(/^not due for compaction: 1 tuple, 12 files kept/)])
+    // files within the size band are left alone
+    const sealed = cli(['inspect', inDir(), '--summary', '--min-file-size', '1'])
+    expect(sealed.stdout).toMatch(/^not due for compaction/m)
+    // per tuple, with the host's partition columns
+    const tuples = cli(['plan', inDir(), '--partition', 'session_id', '--json'])
+    expect(tuples.status).toBe(0)
+    const plan = JSON.parse(tuples.stdout)
+    expect(plan.groups.length).toBeGreaterThan(1)
+    expect(plan.groups.every(g => Object.keys(g.partition).join() === 'session_id')).toBe(true)
   })
 
   test('sort order from sorting_columns, --json', () => {
@@ -216,7 +242,10 @@ describe('inspect', () => {
     expect(r.status).toBe(0)
     const doc = JSON.parse(r.stdout)
     expect(doc.files).toEqual([expect.objectContaining({ rows: 1200, codecs: ['SNAPPY'], sortingColumns: [{ column: 'ts', descending: true, nullsFirst: false }] })])
-    expect(doc.summary).toEqual(expect.objectContaining({ files: 1, rows: 1200, due: true, reasons: [expect.stringMatching(/average file/)] }))
+    // one compacted file is not due; by another order it is
+    expect(doc.summary).toEqual(expect.objectContaining({ files: 1, rows: 1200, due: false }))
+    expect(JSON.parse(cli(['inspect', out, '--json', '--sort', 'ts:desc']).stdout).summary.due).toBe(false)
+    expect(cli(['inspect', out, '--sort', 'ts']).stdout).toMatch(/^due for compaction: 1 of 1 tuple \(unsorted\)/m)
     expect(cli(['inspect', out]).stdout).toMatch(/sorted by ts desc/)
   })
 

@@ -81,4 +81,32 @@ function compactSummary({ before, after, result, memory, outFiles, cwd = process
   return lines.join('\n')
 }
 
-module.exports = { bytes, int, plural, duration, sortOrder, toJSONValue, stringify, filesLine, compactSummary }
+/** A partition tuple in one line: `{}` without partitionBy. */
+function tuple(partition) {
+  const entries = Object.entries(partition || {})
+  return entries.length ? entries.map(([k, v]) => `${k}=${toJSONValue(v)}`).join(' ') : '(whole partition)'
+}
+
+/** The plan as lines: one per tuple, then the verdict with its reasons. */
+function planLines(plan, { onlyDue = false } = {}) {
+  const lines = []
+  for (const g of plan.groups) {
+    if (onlyDue && g.action !== 'rewrite') continue
+    const what = g.action === 'rewrite'
+      ? `rewrite ${plural(g.rewrite.length, 'file')} into ${plural(g.expectedFiles, 'file')}${g.keep.length ? `, keep ${int(g.keep.length)}` : ''} (${g.reasons.join(', ')})`
+      : `keep ${plural(g.keep.length, 'file')}`
+    lines.push(`  ${tuple(g.partition)}: ${what}`)
+  }
+  const due = plan.groups.filter((g) => g.action === 'rewrite')
+  const counts = {}
+  for (const g of due) for (const r of g.reasons) counts[r] = (counts[r] || 0) + 1
+  const why = Object.entries(counts).map(([r, n]) => (n > 1 ? `${r} ×${n}` : r)).join(', ')
+  lines.push(plan.due
+    ? `due for compaction: ${int(due.length)} of ${plural(plan.groups.length, 'tuple')} (${why}); rewrite ${plural(plan.rewriteFiles, 'file')} (${bytes(plan.rewriteBytes)}), keep ${plural(plan.keepFiles, 'file')} (${bytes(plan.keepBytes)})`
+    : `not due for compaction: ${plural(plan.groups.length, 'tuple')}, ${plural(plan.keepFiles, 'file')} kept (${bytes(plan.keepBytes)}); rewriting would change nothing`)
+  return lines
+}
+
+module.exports = {
+  tuple,
+  planLines, bytes, int, plural, duration, sortOrder, toJSONValue, stringify, filesLine, compactSummary }

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 'use strict'
-// gencompact's command line: `gencompact compact …` and `gencompact inspect …` (see the README,
+// gencompact's command line: `gencompact compact …`, `gencompact plan …` and `gencompact inspect …` (see the README,
 // "Command line"). Arguments are parsed with commander, the progress bar is drawn by cli-progress,
 // Parquet footers are read with hyparquet.
 
 const fs = require('fs')
 const path = require('path')
 const { Command, CommanderError, Option } = require('commander')
-const { EXIT, exitCodeFor, UsageError, parseSize, parseCount, compactOptions } = require('./parse')
+const { EXIT, exitCodeFor, UsageError, compactOptions, planOptions } = require('./parse')
 const { expandInputs, describeAll, totals } = require('./inputs')
 const fmt = require('./format')
 
@@ -120,6 +120,11 @@ async function compact(inputs, o) {
   const rssBefore = process.memoryUsage().rss
   let result
   try {
+    if (o.onlyDue) {
+      // Plan first: only the tuples whose rewrite changes something are read; the rest are
+      // linked into --out as they are.
+      opts.plan = await require('..').planCompaction(files, { ...planOptions(o), ...opts })
+    }
     result = await compactGeneration(files, { ...opts, signal: controller.signal, onProgress: (p) => progress.update(p) })
   } catch (e) {
     progress.stop()
@@ -135,31 +140,43 @@ async function compact(inputs, o) {
   }
   progress.stop()
   const memory = { peakRss: process.resourceUsage().maxRSS * 1024, rssBefore }
-  const outDescribed = await describeAll(result.files.map((f) => f.path))
+  const outDescribed = await describeAll([...result.files, ...result.kept].map((f) => f.path))
   const after = totals(outDescribed)
   if (o.json) {
     process.stdout.write(fmt.stringify({ ...result, cli: { inputs: files, before, after, peakRssBytes: memory.peakRss, rssBeforeBytes: memory.rssBefore } }) + '\n')
   } else {
+    if (opts.plan) process.stdout.write(fmt.planLines(opts.plan, { onlyDue: true }).join('\n') + '\n')
     process.stdout.write(fmt.compactSummary({ before, after, result, memory, outFiles: outDescribed }) + '\n')
+    if (result.kept.length) process.stdout.write(`kept:    ${fmt.plural(result.kept.length, 'file')} carried into ${path.relative(process.cwd(), opts.outDir) || opts.outDir} as they were\n`)
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// plan
+
+async function plan(inputs, o) {
+  const opts = planOptions(o) // throws UsageError
+  const files = expandInputs(inputs)
+  if (!files.length) throw new UsageError(`no .parquet files in ${inputs.join(' ')}`)
+  const result = await require('..').planCompaction(files, opts)
+  if (o.json) process.stdout.write(fmt.stringify(result) + '\n')
+  else process.stdout.write(fmt.planLines(result).join('\n') + '\n')
 }
 
 // ---------------------------------------------------------------------------------------------
 // inspect
 
 async function inspect(inputs, o) {
-  const maxFiles = parseCount(o.maxFiles)
-  const minAvg = parseSize(o.minAvgSize)
+  const opts = planOptions(o) // throws UsageError
   const files = expandInputs(inputs)
   const described = await describeAll(files)
   const t = totals(described)
-  const avg = t.files ? t.bytes / t.files : 0
-  const reasons = []
-  if (t.files > maxFiles) reasons.push(`${t.files} files > ${maxFiles}`)
-  if (t.files > 0 && avg < minAvg) reasons.push(`average file ${fmt.bytes(avg)} < ${fmt.bytes(minAvg)}`)
-  const summary = { ...t, averageBytes: avg, due: reasons.length > 0, reasons, rules: { maxFiles, minAverageBytes: minAvg } }
+  const bad = described.find((d) => d.error)
+  // Due or not, by the planner (`planCompaction`): a tuple is due only when rewriting it changes
+  // something measurable.
+  const verdict = files.length && !bad ? await require('..').planCompaction(files, opts) : null
   if (o.json) {
-    process.stdout.write(fmt.stringify({ files: described, summary }) + '\n')
+    process.stdout.write(fmt.stringify({ files: described, summary: { ...t, averageBytes: t.files ? t.bytes / t.files : 0, due: Boolean(verdict && verdict.due) }, plan: verdict }) + '\n')
   } else {
     if (!o.summary) {
       for (const d of described) {
@@ -169,13 +186,23 @@ async function inspect(inputs, o) {
       }
     }
     process.stdout.write(fmt.filesLine('partition:', t) + '\n')
-    process.stdout.write(summary.due ? `due for compaction: ${reasons.join(', ')}\n` : `not due for compaction (${t.files} files <= ${maxFiles}, average ${fmt.bytes(avg)} >= ${fmt.bytes(minAvg)})\n`)
+    if (verdict) {
+      const lines = fmt.planLines(verdict, { onlyDue: true })
+      process.stdout.write(lines.join('\n') + '\n')
+    }
   }
-  const bad = described.find((d) => d.error)
   if (bad) process.exitCode = EXIT[bad.code] ?? EXIT.UNEXPECTED
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** The planning rules' flags (see planCompaction in the README). */
+function planRules(command) {
+  return command
+    .option('--min-file-size <size>', 'files from this size up to --max-file-size are left alone (default 0.75 x target)')
+    .option('--max-file-size <size>', 'files above this are split (default 1.8 x target)')
+    .option('--min-input-files <n>', 'small files in a tuple that make it due (default 5)')
+}
 
 function program() {
   const p = new Command('gencompact')
@@ -185,7 +212,7 @@ function program() {
     .showHelpAfterError()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
 
-  p.command('compact')
+  const compactCommand = p.command('compact')
     .description('compact the Parquet files given (a directory stands for its *.parquet files) into --out')
     .argument('<inputs...>', 'Parquet files or directories')
     .requiredOption('-o, --out <dir>', 'output directory (created if missing; nothing is replaced)')
@@ -207,16 +234,31 @@ function program() {
     .option('--no-verify', 'skip re-reading the outputs before publishing them')
     .option('--no-progress', 'no progress bar or progress lines')
     .option('--json', 'print the result as JSON on stdout (the API result, plus a "cli" summary)')
-    .action((inputs, o) => compact(inputs, o))
+    .option('--only-due', 'plan first: rewrite only the tuples that are due, carry the rest into --out as they are')
+  planRules(compactCommand)
+  compactCommand.action((inputs, o) => compact(inputs, o))
 
-  p.command('inspect')
-    .description('per file rows, row groups, size, codecs and sort order, and whether the partition is due for compaction')
+  const planCommand = p.command('plan')
+    .description('which partition tuples are due for compaction (rewrite or keep, and why)')
     .argument('<inputs...>', 'Parquet files or directories')
-    .option('--max-files <n>', 'due when the partition has more files than this', '32')
-    .option('--min-avg-size <size>', 'due when the average file is smaller than this', '32MiB')
+    .option('--target <size>', 'target file size (default 128MiB)')
+    .option('--sort <col[:desc][:nulls-first|:nulls-last]>', 'files should be sorted by this column (repeatable)', collect, [])
+    .option('--sort-order-id <n>', 'the Iceberg sort order id of sorted files')
+    .option('--partition <col[:transform][=name]>', 'partition field (repeatable)', collect, [])
+    .option('--json', 'print the plan as JSON')
+  planRules(planCommand)
+  planCommand.action((inputs, o) => plan(inputs, o))
+
+  const inspectCommand = p.command('inspect')
+    .description('per file rows, row groups, size, codecs and sort order, and whether the partition is due for compaction (by the planner)')
+    .argument('<inputs...>', 'Parquet files or directories')
+    .option('--target <size>', 'target file size (default 128MiB)')
+    .option('--sort <col[:desc][:nulls-first|:nulls-last]>', 'files should be sorted by this column (repeatable)', collect, [])
+    .option('--partition <col[:transform][=name]>', 'partition field (repeatable)', collect, [])
     .option('--summary', 'only the partition summary')
     .option('--json', 'print JSON')
-    .action((inputs, o) => inspect(inputs, o))
+  planRules(inspectCommand)
+  inspectCommand.action((inputs, o) => inspect(inputs, o))
   return p
 }
 

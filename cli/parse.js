@@ -129,4 +129,18 @@ function compactOptions(o) {
   return opts
 }
 
-module.exports = { EXIT, exitCodeFor, UsageError, parseSize, parseCount, parseSortKey, parsePartitionField, parseDivert, splitList, compactOptions }
+/** commander's parsed layout and rule options (`plan`, `inspect`, `compact --only-due`) -> planCompaction's options. */
+function planOptions(o) {
+  const opts = {}
+  if (o.target !== undefined) opts.targetFileBytes = parseSize(o.target)
+  if (o.sort && o.sort.length) opts.sortBy = splitList(o.sort).map(parseSortKey)
+  if (o.sortOrderId !== undefined) opts.sortOrderId = parseCount(o.sortOrderId)
+  if (o.partition && o.partition.length) opts.partitionBy = splitList(o.partition).map(parsePartitionField)
+  if (o.dedupe !== undefined) opts.dedupeBy = o.dedupe
+  if (o.minFileSize !== undefined) opts.minFileBytes = parseSize(o.minFileSize)
+  if (o.maxFileSize !== undefined) opts.maxFileBytes = parseSize(o.maxFileSize)
+  if (o.minInputFiles !== undefined) opts.minInputFiles = parseCount(o.minInputFiles)
+  return opts
+}
+
+module.exports = { EXIT, exitCodeFor, UsageError, parseSize, parseCount, parseSortKey, parsePartitionField, parseDivert, splitList, compactOptions, planOptions }
