@@ -4,7 +4,8 @@
 //!
 //! Memory: one dictionary page at a time, when a byte-array column has no size statistics.
 
-use crate::guard::{contain, GuardedInput};
+use crate::contain::contain;
+use crate::guard::GuardedInput;
 use arrow_array::RecordBatch;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};

@@ -7,30 +7,27 @@
 //! row group), independent of the number or size of the inputs.
 
 use crate::budget::ReadLimits;
+use crate::contain::guard;
 use crate::dedupe::Deduper;
-use crate::digest::Digest;
+use crate::dictionary::key_roots;
 use crate::divert::Diverter;
 use crate::error::check_cancel;
-use crate::error::{CompactError, Result};
-use crate::group::{group, FirstPass, Groups, TupleGroup};
+use crate::error::Result;
+use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::deletes::DeleteIndex;
 use crate::iceberg::input::InputFile;
 use crate::iceberg::partition::Partitioner;
-use crate::merge::{merge_runs, plan_merge};
 use crate::options::Options;
 use crate::plan::{build_plan, Plan};
-use crate::read::{read_segments, Batch, RowFilters};
-use crate::report::{build_report, CompactReport};
-use crate::sort::{sorting_columns, OrderCheck, Sorter};
+use crate::report::{build_report, data_file_location, CompactReport};
+use crate::sort::{sorting_columns, OrderCheck};
 use crate::spill::SpillDir;
-use crate::verify::{compare, verify, verify_as_written, Fault};
-use crate::write::{writer_properties, Calibration, Outputs, RollingWriter, Written, WrittenFile};
-use arrow_array::RecordBatch;
+use crate::verify::{verify_as_written, verify_outputs};
+use crate::write::{writer_properties, Outputs, Written, WrittenFile};
+use crate::writing::{Grouped, Stages, Writing};
 use parquet::file::metadata::SortingColumn;
-use parquet::file::properties::WriterProperties;
-use roaring::RoaringTreemap;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -39,18 +36,6 @@ pub struct Progress {
     pub rows_written: u64,
     pub bytes_written: u64,
     pub files_written: u64,
-}
-
-const PROGRESS_EVERY: Duration = Duration::from_millis(100);
-
-/// Counters shared by the tuples of a call.
-#[derive(Default)]
-struct Totals {
-    rows_read: u64,
-    rows_deleted: u64,
-    rows_written: u64,
-    bytes_closed: u64,
-    files_closed: u64,
 }
 
 /// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
@@ -205,25 +190,6 @@ impl Keys {
     }
 }
 
-/// The stages that keep state across the tuples of a call.
-struct Stages<'p> {
-    /// `None` once grouping settled dedupe for the whole call (with `partitionBy`).
-    deduper: Option<Deduper>,
-    partitioner: Option<Partitioner>,
-    diverter: Option<Diverter<'p>>,
-    /// With `sortBy`: what grouping found of the rows' order.
-    order: Option<OrderCheck>,
-}
-
-/// The tuples to write, and what grouping settled for the whole call.
-struct Grouped {
-    tuples: Vec<TupleGroup>,
-    /// Rows equality deletes removed, when grouping counted them (with `partitionBy`).
-    equality_deleted: Option<u64>,
-    /// Per input, positions of later dedupe occurrences (with `partitionBy` and `dedupeBy`).
-    duplicates: Option<Vec<Option<RoaringTreemap>>>,
-}
-
 /// Groups the rows into tuples; with `partitionBy` and `dedupeBy` also settles dedupe for the
 /// whole call (see `group::FirstPass`), and with `sortBy` checks the rows' order.
 fn group_tuples(
@@ -248,246 +214,6 @@ fn group_tuples(
     Ok(Grouped { tuples, equality_deleted, duplicates })
 }
 
-/// The write stage of a call: its tuples, one at a time, each read (or merged), prepared,
-/// ordered and written to its own run of files.
-struct Writing<'a, 'p> {
-    plan: &'a Plan,
-    opts: &'a Options,
-    props: &'a WriterProperties,
-    cancel: &'a AtomicBool,
-    progress: &'a dyn Fn(&Progress),
-    deletes: Option<&'a DeleteIndex>,
-    duplicates: Option<&'a [Option<RoaringTreemap>]>,
-    stages: &'a mut Stages<'p>,
-    outputs: &'a mut Outputs,
-    spill: &'a mut SpillDir,
-    /// The verifier beside the writer, told of each row group and file written.
-    notify: Option<std::sync::mpsc::Sender<Written>>,
-    /// Equality deletes are counted per batch unless grouping counted them.
-    count_equality_deletes: bool,
-    totals: Totals,
-    duplicates_dropped: u64,
-    calibration: Calibration,
-    /// The surviving input rows, for `verify`; and a test-only injected fault.
-    digest: Digest,
-    fault: Option<Fault>,
-    last_progress: Option<Instant>,
-    written: Vec<(WrittenFile, Option<usize>)>,
-}
-
-impl<'a, 'p> Writing<'a, 'p> {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        plan: &'a Plan,
-        opts: &'a Options,
-        props: &'a WriterProperties,
-        grouped: &'a Grouped,
-        deletes: Option<&'a DeleteIndex>,
-        stages: &'a mut Stages<'p>,
-        outputs: &'a mut Outputs,
-        spill: &'a mut SpillDir,
-        cancel: &'a AtomicBool,
-        progress: &'a dyn Fn(&Progress),
-    ) -> Self {
-        let mut totals = Totals::default();
-        let mut duplicates_dropped = 0;
-        // Rows skipped without decoding (deleted positions, later dedupe occurrences), counted once
-        // from the bitmaps: their row groups may be read for several tuples, or not at all.
-        for (i, input) in plan.inputs.iter().enumerate() {
-            let deleted = deletes.map(|d| d.positions_deleted(i, input.rows)).unwrap_or(0);
-            let dups = grouped
-                .duplicates
-                .as_ref()
-                .and_then(|d| d.get(i))
-                .and_then(|b| b.as_ref())
-                .map(|b| b.range_cardinality(0..input.rows))
-                .unwrap_or(0);
-            totals.rows_read += deleted + dups;
-            totals.rows_deleted += deleted;
-            duplicates_dropped += dups;
-        }
-        // With tuples, equality deletes were counted while grouping.
-        totals.rows_read += grouped.equality_deleted.unwrap_or(0);
-        totals.rows_deleted += grouped.equality_deleted.unwrap_or(0);
-        Writing {
-            plan,
-            opts,
-            props,
-            cancel,
-            progress,
-            deletes,
-            duplicates: grouped.duplicates.as_deref(),
-            stages,
-            outputs,
-            spill,
-            notify: None,
-            count_equality_deletes: grouped.equality_deleted.is_none(),
-            totals,
-            duplicates_dropped,
-            calibration: Calibration::for_inputs(plan),
-            digest: Digest::default(),
-            fault: Fault::from_env(),
-            last_progress: None,
-            written: Vec::new(),
-        }
-    }
-
-    /// Writes one tuple: its own run of files.
-    fn write_tuple(&mut self, g: &TupleGroup) -> Result<()> {
-        let (plan, opts, cancel, progress) = (self.plan, self.opts, self.cancel, self.progress);
-        let mut writer = RollingWriter::new(plan, opts, self.props.clone(), self.outputs, g.input_bytes, self.calibration.clone());
-        if let Some(tx) = &self.notify {
-            writer.notify_closed(tx.clone());
-        }
-        // Rows already in order go straight to the writer; a tuple whose row groups each are in
-        // order is merged from the inputs (not with a call-order dedupe, which must see rows in
-        // `files` order); any other sorted tuple is buffered, sorted and spilled as needed.
-        let merge = match (&self.stages.order, g.presorted, &self.stages.deduper) {
-            (Some(o), false, None) => plan_merge(plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes),
-            _ => None,
-        };
-        let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
-            Some(keys) => Some(Sorter::new(
-                &plan.arrow_schema,
-                keys,
-                opts.batch_bytes,
-                opts.batch_rows,
-                opts.threads > 1,
-                self.spill,
-                cancel,
-                &plan.memory,
-            )?),
-            None => None,
-        };
-        // Batches joining a sort buffer (¾ batchBytes, one more being spilled beside it) are a
-        // quarter of batchBytes; otherwise halves: one batch is decoded while the one before is
-        // written (`read_ahead`). (Batch boundaries do not depend on `threads`, so neither do
-        // the output bytes.)
-        let share = if sorter.is_some() { 4 } else { 2 };
-        let data_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / share).max(1), opts.batch_bytes);
-        let partitioner = &mut self.stages.partitioner;
-        let mut select = |batch: &RecordBatch| -> Result<Vec<bool>> {
-            match (partitioner.as_mut(), g.tuple) {
-                (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
-                _ => Ok(vec![true; batch.num_rows()]),
-            }
-        };
-        let filters = RowFilters { deletes: self.deletes, select: Some(&mut select), duplicates: self.duplicates, positions: false };
-        // What happens to a batch before it is ordered and written — counting, divert,
-        // dedupe, the input digest — runs beside decoding, on the read-ahead thread.
-        let (diverter, deduper, digest, fault) = (&mut self.stages.diverter, &mut self.stages.deduper, &mut self.digest, &mut self.fault);
-        let count_equality_deletes = self.count_equality_deletes;
-        let prepare = |mut batch: Batch| -> Result<Prepared> {
-            crate::testhooks::pause("read");
-            let mut counted = Prepared { read: batch.batch.num_rows() as u64, deleted: 0, batch: None };
-            if count_equality_deletes {
-                counted.read += batch.deleted;
-                counted.deleted += batch.deleted;
-            }
-            if let Some(d) = diverter.as_mut() {
-                batch = d.split(batch)?;
-            }
-            if let Some(d) = deduper.as_mut() {
-                let kept = d.filter(batch.batch.clone())?;
-                batch = batch.retain(kept);
-            }
-            if batch.batch.num_rows() == 0 {
-                return Ok(counted);
-            }
-            if opts.verify {
-                digest.add(&batch.batch)?;
-            }
-            if let Some(f) = *fault {
-                if f.apply(&mut batch.batch)? {
-                    *fault = None;
-                }
-            }
-            counted.batch = Some(batch);
-            Ok(counted)
-        };
-        let (totals, last) = (&mut self.totals, &mut self.last_progress);
-        let deliver = |prepared: Prepared| -> Result<()> {
-            totals.rows_read += prepared.read;
-            totals.rows_deleted += prepared.deleted;
-            if let Some(batch) = prepared.batch {
-                match sorter.as_mut() {
-                    Some(s) => s.push(batch)?,
-                    None => writer.write(batch)?,
-                }
-            }
-            tick(last, progress, totals, &writer);
-            Ok(())
-        };
-        let (order, deletes, duplicates) = (self.stages.order.as_ref(), self.deletes, self.duplicates);
-        let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| -> Result<()> {
-            match (&merge, order) {
-                (Some(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
-                _ => read_segments(plan, &g.segments, None, &data_limits, cancel, filters, |_, b| sink(b)),
-            }
-        };
-        read_ahead(opts.threads > 1, produce, prepare, deliver)?;
-        if let Some(s) = sorter {
-            // The merge of the sorted runs runs beside encoding too, one batch ahead.
-            let (last, totals) = (&mut self.last_progress, &self.totals);
-            let deliver = |prepared: Prepared| -> Result<()> {
-                if let Some(batch) = prepared.batch {
-                    writer.write(batch)?;
-                }
-                tick(last, progress, totals, &writer);
-                Ok(())
-            };
-            let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| s.finish(sink);
-            let pass = |batch: Batch| Ok(Prepared { batch: Some(batch), read: 0, deleted: 0 });
-            read_ahead(opts.threads > 1, produce, pass, deliver)?;
-        }
-        self.totals.rows_written += writer.rows_written;
-        let (files, measured) = writer.finish()?;
-        self.calibration = measured;
-        self.totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
-        self.totals.files_closed += files.len() as u64;
-        self.written.extend(files.into_iter().map(|f| (f, g.tuple)));
-        Ok(())
-    }
-}
-
-/// Reports progress at most every `PROGRESS_EVERY`.
-fn tick(last: &mut Option<Instant>, progress: &dyn Fn(&Progress), totals: &Totals, writer: &RollingWriter) {
-    if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
-        *last = Some(Instant::now());
-        progress(&Progress {
-            phase: "write",
-            rows_read: totals.rows_read,
-            rows_written: totals.rows_written + writer.rows_written,
-            bytes_written: totals.bytes_closed + writer.bytes_written(),
-            files_written: totals.files_closed + writer.files_written() as u64,
-        });
-    }
-}
-
-/// Verify: the outputs' digest against the input rows' — from the verifier that ran beside
-/// the writer, or (one thread) by re-reading every output now.
-fn verify_outputs(
-    verifier: Option<(std::sync::mpsc::Sender<Written>, std::thread::ScopedJoinHandle<'_, Result<Digest>>)>,
-    files: &[WrittenFile],
-    plan: &Plan,
-    opts: &Options,
-    limits: &ReadLimits,
-    expected: &Digest,
-    cancel: &AtomicBool,
-) -> Result<()> {
-    if let Some((tx, handle)) = verifier {
-        crate::testhooks::pause("verify");
-        drop(tx);
-        let found =
-            handle.join().map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::guard::panic_message(&*p))))??;
-        compare(&found, expected, files.first().map(|f| f.tmp_path.as_path()))
-    } else if opts.verify {
-        verify(files, plan, limits, expected, cancel)
-    } else {
-        Ok(())
-    }
-}
-
 /// What the report says of each file beyond its footer: location, sort order, partition.
 fn describe_files(report: &mut CompactReport, opts: &Options, stages: &Stages, tuples: Vec<Option<usize>>) {
     report.diverted = stages.diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));
@@ -507,87 +233,6 @@ fn describe_files(report: &mut CompactReport, opts: &Options, stages: &Stages, t
     }
 }
 
-/// A batch after divert, dedupe and digest (`None` when no row is left), with the rows it
-/// counts as read and as deleted.
-struct Prepared {
-    batch: Option<Batch>,
-    read: u64,
-    deleted: u64,
-}
-
-/// With `ahead` (more than one thread), decodes (and `prepare`s) on a thread of its own, one
-/// batch ahead of `deliver` (which orders, encodes and writes on the calling thread): at most
-/// two batches are alive, the one being decoded and the one being written. The first error on
-/// either side ends both. Without, all three run in turn on the calling thread.
-fn read_ahead(
-    ahead: bool,
-    produce: impl FnOnce(&mut dyn FnMut(Batch) -> Result<()>) -> Result<()> + Send,
-    mut prepare: impl FnMut(Batch) -> Result<Prepared> + Send,
-    mut deliver: impl FnMut(Prepared) -> Result<()>,
-) -> Result<()> {
-    if !ahead {
-        return produce(&mut |b| deliver(prepare(b)?));
-    }
-    std::thread::scope(|scope| {
-        // A rendezvous channel: the reader hands over a batch only when the writer takes it.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared>>(0);
-        let reader = scope.spawn(move || {
-            let result = produce(&mut |b| tx.send(Ok(prepare(b)?)).map_err(|_| CompactError::Aborted));
-            if let Err(e) = result {
-                // (When the writer stopped first, nobody listens: its own error is reported.)
-                let _ = tx.send(Err(e));
-            }
-        });
-        let mut outcome = Ok(());
-        for item in rx.iter() {
-            if let Err(e) = item.and_then(&mut deliver) {
-                outcome = Err(e);
-                break;
-            }
-        }
-        drop(rx);
-        if reader.join().is_err() {
-            return Err(CompactError::Internal("panic in the read-ahead thread".into()));
-        }
-        outcome
-    })
-}
-
-/// The top-level columns some stage reads as keys (sort, partition, dedupe, divert, equality
-/// deletes): they are always decoded plain.
-fn key_roots(plan: &Plan, opts: &Options, deletes: Option<&DeleteIndex>) -> Vec<usize> {
-    let mut names: Vec<&str> = Vec::new();
-    names.extend(opts.sort_by.iter().flatten().map(|k| k.column.as_str()));
-    names.extend(opts.partition_by.iter().flatten().map(|p| p.column.as_str()));
-    names.extend(opts.dedupe_by.as_deref());
-    names.extend(opts.divert.as_ref().map(|d| d.column.as_str()));
-    if let Some(d) = deletes {
-        for i in 0..plan.inputs.len() {
-            names.extend(d.key_columns(i));
-        }
-    }
-    let mut roots: Vec<usize> = names.into_iter().filter_map(|n| plan.arrow_schema.index_of(n).ok()).collect();
-    roots.sort_unstable();
-    roots.dedup();
-    roots
-}
-
-/// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.
-pub(crate) fn data_file_location(prefix: Option<&str>, path: &str) -> String {
-    let path = std::path::Path::new(path);
-    match prefix {
-        Some(prefix) => {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if prefix.ends_with('/') {
-                format!("{prefix}{name}")
-            } else {
-                format!("{prefix}/{name}")
-            }
-        }
-        None => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
-    }
-}
-
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).
 /// Afterwards the memory the call freed is handed back to the OS (see `release_free_memory`).
 pub fn run_guarded<F: Clone + Into<InputFile>>(
@@ -599,11 +244,4 @@ pub fn run_guarded<F: Clone + Into<InputFile>>(
     let outcome = guard(|| compact(files, opts, cancel, progress));
     crate::heap::release_free_memory();
     outcome
-}
-
-pub fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(CompactError::Internal(format!("panic: {}", crate::guard::panic_message(&*payload)))),
-    }
 }

@@ -104,7 +104,7 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
             let Ok(mut pages) = SerializedPageReader::new(handle.clone(), col, usize::try_from(rg.num_rows()).unwrap_or(0), None) else {
                 continue;
             };
-            if let Ok(Ok(Some(Page::DictionaryPage { num_values, .. }))) = crate::guard::contain(|| pages.get_next_page()) {
+            if let Ok(Ok(Some(Page::DictionaryPage { num_values, .. }))) = crate::contain::contain(|| pages.get_next_page()) {
                 *rows += u64::try_from(col.num_values()).unwrap_or(0);
                 *entries += u64::from(num_values);
             }
@@ -211,4 +211,23 @@ pub(crate) fn has_dictionary(data_type: &DataType) -> bool {
         DataType::Struct(children) => children.iter().any(|c| has_dictionary(c.data_type())),
         _ => false,
     }
+}
+
+/// The top-level columns some stage reads as keys (sort, partition, dedupe, divert, equality
+/// deletes): they are always decoded plain.
+pub fn key_roots(plan: &Plan, opts: &crate::options::Options, deletes: Option<&crate::iceberg::deletes::DeleteIndex>) -> Vec<usize> {
+    let mut names: Vec<&str> = Vec::new();
+    names.extend(opts.sort_by.iter().flatten().map(|k| k.column.as_str()));
+    names.extend(opts.partition_by.iter().flatten().map(|p| p.column.as_str()));
+    names.extend(opts.dedupe_by.as_deref());
+    names.extend(opts.divert.as_ref().map(|d| d.column.as_str()));
+    if let Some(d) = deletes {
+        for i in 0..plan.inputs.len() {
+            names.extend(d.key_columns(i));
+        }
+    }
+    let mut roots: Vec<usize> = names.into_iter().filter_map(|n| plan.arrow_schema.index_of(n).ok()).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
 }

@@ -62,7 +62,7 @@ fn perform(job: Job) -> Done {
         }
         Job::Close(i, w) => Done::Closed(i, w.close()),
     }));
-    outcome.unwrap_or_else(|p| Done::Panicked(crate::guard::panic_message(&*p)))
+    outcome.unwrap_or_else(|p| Done::Panicked(crate::contain::panic_message(&*p)))
 }
 
 /// The jobs of one `dispatch`, costliest first, taken by the workers and the calling thread.

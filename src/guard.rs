@@ -40,28 +40,6 @@ pub const MAX_SCHEMA_DEPTH: usize = 64;
 /// Deepest thrift struct nesting the header reader follows (parquet-rs's own skip limit).
 const MAX_THRIFT_DEPTH: usize = 64;
 
-/// Runs a decoding step of parquet-rs over input data. Some corrupt encodings trip an assertion
-/// in parquet-rs (a varint longer than 10 bytes in a level run, say): that panic is contained
-/// here and returned as a message, for the caller to report as a corrupt input.
-/// (The panic hook still prints the panic to stderr: installing a quiet one cost ~23 MB of peak
-/// RSS on the seed shape, for a message that only a corrupt file triggers.)
-pub fn contain<T>(step: impl FnOnce() -> T) -> std::result::Result<T, String> {
-    if disabled("input") {
-        return Ok(step());
-    }
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
-        .map_err(|payload| format!("the decoder failed: {}", panic_message(&*payload)))
-}
-
-/// The message a panic was raised with.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// An input file read through the checks above, by positional reads on one descriptor per
 /// input (`PositionalRead`): no descriptor is duplicated and no offset is seeked per page, as
 /// reading through `std::fs::File`'s own `ChunkReader` does.

@@ -10,9 +10,9 @@
 //! themselves are held by the call's `Deduper`, a 128-bit hash each).
 
 use crate::budget::ReadLimits;
+use crate::contain::contain;
 use crate::dedupe::Deduper;
 use crate::error::{check_cancel, CompactError, Result};
-use crate::guard::contain;
 use crate::iceberg::input::InputFile;
 use crate::options::Options;
 use crate::plan::{load_metadata, open_input};
@@ -98,7 +98,7 @@ pub fn carry(carry: &Carry, opts: &Options, outputs: &mut Outputs, cancel: &Atom
         } else {
             let to = free_name(opts, &input.path, *index, &mut taken);
             link_or_copy(&input.path, &to, outputs)?;
-            let location = crate::compact::data_file_location(opts.out_location.as_deref(), &to.display().to_string());
+            let location = crate::report::data_file_location(opts.out_location.as_deref(), &to.display().to_string());
             (to, location)
         };
         let mut report = file_report(&path, size, rows, meta.metadata());

@@ -5,8 +5,10 @@
 //! exercised by `cargo test` without Node. `node` is the thin N-API layer: option conversion,
 //! the Promise, AbortSignal, the progress callback and error mapping.
 
+pub mod ahead;
 pub mod budget;
 pub mod compact;
+pub mod contain;
 pub mod dedupe;
 pub mod dictionary;
 pub mod digest;
@@ -41,6 +43,7 @@ pub mod testhooks;
 pub mod unify;
 pub mod verify;
 pub mod write;
+pub mod writing;
 
 pub use compact::{compact, run_guarded, Progress};
 pub use error::{CompactError, Result};

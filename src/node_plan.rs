@@ -80,7 +80,7 @@ pub fn plan_compaction<'env>(env: &'env Env, files: Unknown<'env>, opts: Unknown
         let outcome = match prepared {
             Err(e) => Err(e),
             Ok((inputs, options)) => {
-                match tokio::task::spawn_blocking(move || crate::compact::guard(|| plan_files(&inputs, &options))).await {
+                match tokio::task::spawn_blocking(move || crate::contain::guard(|| plan_files(&inputs, &options))).await {
                     Ok(r) => r,
                     Err(e) => Err(CompactError::Internal(format!("worker failed: {e}"))),
                 }

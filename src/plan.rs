@@ -4,8 +4,9 @@
 //! is kept, so memory grows with the number of inputs by a few dozen bytes each, not by
 //! their metadata.
 
+use crate::contain::contain;
 use crate::error::{CompactError, Result};
-use crate::guard::{contain, GuardedInput};
+use crate::guard::GuardedInput;
 use crate::iceberg::input::{DeleteSource, InputFile};
 use crate::unify::unify;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};

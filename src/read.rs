@@ -16,9 +16,10 @@
 //! partition tuples are filtered to the tuple being written in the same pass.
 
 use crate::budget::{decoded_size, estimate_row_bytes, held_bytes, rows_per_batch, ReadLimits};
+use crate::contain::contain;
 use crate::dictionary::schema_with_dictionaries;
 use crate::error::{check_cancel, CompactError, Result};
-use crate::guard::{contain, GuardedInput};
+use crate::guard::GuardedInput;
 use crate::iceberg::deletes::DeleteIndex;
 use crate::memory::{Accountant, Reservation};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};

@@ -183,3 +183,19 @@ impl CompactReport {
         }
     }
 }
+
+/// `dataFile.file_path`: `outLocation` + the file name, else the absolute path.
+pub fn data_file_location(prefix: Option<&str>, path: &str) -> String {
+    let path = std::path::Path::new(path);
+    match prefix {
+        Some(prefix) => {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if prefix.ends_with('/') {
+                format!("{prefix}{name}")
+            } else {
+                format!("{prefix}/{name}")
+            }
+        }
+        None => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
+    }
+}

@@ -229,3 +229,28 @@ impl Fault {
         Ok(true)
     }
 }
+
+/// Verify: the outputs' digest against the input rows' — from the verifier that ran beside
+/// the writer, or (one thread) by re-reading every output now.
+pub fn verify_outputs(
+    verifier: Option<(std::sync::mpsc::Sender<Written>, std::thread::ScopedJoinHandle<'_, Result<Digest>>)>,
+    files: &[WrittenFile],
+    plan: &Plan,
+    opts: &crate::options::Options,
+    limits: &ReadLimits,
+    expected: &Digest,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    if let Some((tx, handle)) = verifier {
+        crate::testhooks::pause("verify");
+        drop(tx);
+        let found = handle
+            .join()
+            .map_err(|p| CompactError::Internal(format!("panic while verifying: {}", crate::contain::panic_message(&*p))))??;
+        compare(&found, expected, files.first().map(|f| f.tmp_path.as_path()))
+    } else if opts.verify {
+        verify(files, plan, limits, expected, cancel)
+    } else {
+        Ok(())
+    }
+}

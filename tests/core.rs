@@ -239,7 +239,7 @@ fn missing_input_and_schema_conflict_are_typed() {
 
 #[test]
 fn a_panic_becomes_err_internal() {
-    let err = gencompact::compact::guard::<()>(|| panic!("boom")).unwrap_err();
+    let err = gencompact::contain::guard::<()>(|| panic!("boom")).unwrap_err();
     assert_eq!(err.code(), "ERR_INTERNAL");
     assert!(err.to_string().contains("boom"));
 }

@@ -354,7 +354,7 @@ fn read_delete_file(
         let mut reader = reader;
         loop {
             check_cancel(cancel)?;
-            let batch = match crate::guard::contain(|| reader.next()) {
+            let batch = match crate::contain::contain(|| reader.next()) {
                 Ok(None) => break,
                 Ok(Some(Ok(b))) => b,
                 Ok(Some(Err(e))) => return Err(CompactError::corrupt(path, None, format!("row group {rg_index}: {e}"))),

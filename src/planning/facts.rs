@@ -9,8 +9,8 @@
 //! its partition source columns.
 
 use super::{decide, FileFacts, Reason, Rules};
+use crate::contain::contain;
 use crate::error::{CompactError, Result};
-use crate::guard::contain;
 use crate::iceberg::input::InputFile;
 use crate::iceberg::partition::{PartitionField, PartitionValue, Partitioner, Transform};
 use crate::options::SortKey;

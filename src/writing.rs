@@ -1,0 +1,285 @@
+//! Writing: one tuple at a time, each read (streamed, merged from its inputs or sorted),
+//! prepared (divert, dedupe, the input digest) beside decoding, ordered and written to its own
+//! run of files; progress reported as rows are written.
+//!
+//! Memory: one decoded batch being prepared beside the one being written (`ahead`), the open
+//! row group, and with `sortBy` the sort buffer (see `sort`).
+
+use crate::ahead::read_ahead;
+use crate::budget::ReadLimits;
+use crate::compact::Progress;
+use crate::dedupe::Deduper;
+use crate::digest::Digest;
+use crate::divert::Diverter;
+use crate::error::Result;
+use crate::group::TupleGroup;
+use crate::iceberg::deletes::DeleteIndex;
+use crate::iceberg::partition::Partitioner;
+use crate::merge::{merge_runs, plan_merge};
+use crate::options::Options;
+use crate::plan::Plan;
+use crate::read::{read_segments, Batch, RowFilters};
+use crate::sort::{OrderCheck, Sorter};
+use crate::spill::SpillDir;
+use crate::verify::Fault;
+use crate::write::{Calibration, Outputs, RollingWriter, Written, WrittenFile};
+use arrow_array::RecordBatch;
+use parquet::file::properties::WriterProperties;
+use roaring::RoaringTreemap;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Counters shared by the tuples of a call.
+#[derive(Default)]
+pub struct Totals {
+    pub rows_read: u64,
+    pub rows_deleted: u64,
+    pub rows_written: u64,
+    pub bytes_closed: u64,
+    pub files_closed: u64,
+}
+
+/// The stages that keep state across the tuples of a call.
+pub struct Stages<'p> {
+    /// `None` once grouping settled dedupe for the whole call (with `partitionBy`).
+    pub deduper: Option<Deduper>,
+    pub partitioner: Option<Partitioner>,
+    pub diverter: Option<Diverter<'p>>,
+    /// With `sortBy`: what grouping found of the rows' order.
+    pub order: Option<OrderCheck>,
+}
+
+/// The tuples to write, and what grouping settled for the whole call.
+pub struct Grouped {
+    pub tuples: Vec<TupleGroup>,
+    /// Rows equality deletes removed, when grouping counted them (with `partitionBy`).
+    pub equality_deleted: Option<u64>,
+    /// Per input, positions of later dedupe occurrences (with `partitionBy` and `dedupeBy`).
+    pub duplicates: Option<Vec<Option<RoaringTreemap>>>,
+}
+
+/// The write stage of a call: its tuples, one at a time, each read (or merged), prepared,
+/// ordered and written to its own run of files.
+pub struct Writing<'a, 'p> {
+    pub plan: &'a Plan,
+    pub opts: &'a Options,
+    pub props: &'a WriterProperties,
+    pub cancel: &'a AtomicBool,
+    pub progress: &'a dyn Fn(&Progress),
+    pub deletes: Option<&'a DeleteIndex>,
+    pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
+    pub stages: &'a mut Stages<'p>,
+    pub outputs: &'a mut Outputs,
+    pub spill: &'a mut SpillDir,
+    /// The verifier beside the writer, told of each row group and file written.
+    pub notify: Option<std::sync::mpsc::Sender<Written>>,
+    /// Equality deletes are counted per batch unless grouping counted them.
+    pub count_equality_deletes: bool,
+    pub totals: Totals,
+    pub duplicates_dropped: u64,
+    pub calibration: Calibration,
+    /// The surviving input rows, for `verify`; and a test-only injected fault.
+    pub digest: Digest,
+    pub fault: Option<Fault>,
+    pub last_progress: Option<Instant>,
+    pub written: Vec<(WrittenFile, Option<usize>)>,
+}
+
+impl<'a, 'p> Writing<'a, 'p> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        plan: &'a Plan,
+        opts: &'a Options,
+        props: &'a WriterProperties,
+        grouped: &'a Grouped,
+        deletes: Option<&'a DeleteIndex>,
+        stages: &'a mut Stages<'p>,
+        outputs: &'a mut Outputs,
+        spill: &'a mut SpillDir,
+        cancel: &'a AtomicBool,
+        progress: &'a dyn Fn(&Progress),
+    ) -> Self {
+        let mut totals = Totals::default();
+        let mut duplicates_dropped = 0;
+        // Rows skipped without decoding (deleted positions, later dedupe occurrences), counted once
+        // from the bitmaps: their row groups may be read for several tuples, or not at all.
+        for (i, input) in plan.inputs.iter().enumerate() {
+            let deleted = deletes.map(|d| d.positions_deleted(i, input.rows)).unwrap_or(0);
+            let dups = grouped
+                .duplicates
+                .as_ref()
+                .and_then(|d| d.get(i))
+                .and_then(|b| b.as_ref())
+                .map(|b| b.range_cardinality(0..input.rows))
+                .unwrap_or(0);
+            totals.rows_read += deleted + dups;
+            totals.rows_deleted += deleted;
+            duplicates_dropped += dups;
+        }
+        // With tuples, equality deletes were counted while grouping.
+        totals.rows_read += grouped.equality_deleted.unwrap_or(0);
+        totals.rows_deleted += grouped.equality_deleted.unwrap_or(0);
+        Writing {
+            plan,
+            opts,
+            props,
+            cancel,
+            progress,
+            deletes,
+            duplicates: grouped.duplicates.as_deref(),
+            stages,
+            outputs,
+            spill,
+            notify: None,
+            count_equality_deletes: grouped.equality_deleted.is_none(),
+            totals,
+            duplicates_dropped,
+            calibration: Calibration::for_inputs(plan),
+            digest: Digest::default(),
+            fault: Fault::from_env(),
+            last_progress: None,
+            written: Vec::new(),
+        }
+    }
+
+    /// Writes one tuple: its own run of files.
+    pub fn write_tuple(&mut self, g: &TupleGroup) -> Result<()> {
+        let (plan, opts, cancel, progress) = (self.plan, self.opts, self.cancel, self.progress);
+        let mut writer = RollingWriter::new(plan, opts, self.props.clone(), self.outputs, g.input_bytes, self.calibration.clone());
+        if let Some(tx) = &self.notify {
+            writer.notify_closed(tx.clone());
+        }
+        // Rows already in order go straight to the writer; a tuple whose row groups each are in
+        // order is merged from the inputs (not with a call-order dedupe, which must see rows in
+        // `files` order); any other sorted tuple is buffered, sorted and spilled as needed.
+        let merge = match (&self.stages.order, g.presorted, &self.stages.deduper) {
+            (Some(o), false, None) => plan_merge(plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes),
+            _ => None,
+        };
+        let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
+            Some(keys) => Some(Sorter::new(
+                &plan.arrow_schema,
+                keys,
+                opts.batch_bytes,
+                opts.batch_rows,
+                opts.threads > 1,
+                self.spill,
+                cancel,
+                &plan.memory,
+            )?),
+            None => None,
+        };
+        // Batches joining a sort buffer (¾ batchBytes, one more being spilled beside it) are a
+        // quarter of batchBytes; otherwise halves: one batch is decoded while the one before is
+        // written (`read_ahead`). (Batch boundaries do not depend on `threads`, so neither do
+        // the output bytes.)
+        let share = if sorter.is_some() { 4 } else { 2 };
+        let data_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / share).max(1), opts.batch_bytes);
+        let partitioner = &mut self.stages.partitioner;
+        let mut select = |batch: &RecordBatch| -> Result<Vec<bool>> {
+            match (partitioner.as_mut(), g.tuple) {
+                (Some(p), Some(tuple)) => Ok(p.tuple_ids(batch)?.into_iter().map(|t| t == tuple).collect()),
+                _ => Ok(vec![true; batch.num_rows()]),
+            }
+        };
+        let filters = RowFilters { deletes: self.deletes, select: Some(&mut select), duplicates: self.duplicates, positions: false };
+        // What happens to a batch before it is ordered and written — counting, divert,
+        // dedupe, the input digest — runs beside decoding, on the read-ahead thread.
+        let (diverter, deduper, digest, fault) = (&mut self.stages.diverter, &mut self.stages.deduper, &mut self.digest, &mut self.fault);
+        let count_equality_deletes = self.count_equality_deletes;
+        let prepare = |mut batch: Batch| -> Result<Prepared> {
+            crate::testhooks::pause("read");
+            let mut counted = Prepared { read: batch.batch.num_rows() as u64, deleted: 0, batch: None };
+            if count_equality_deletes {
+                counted.read += batch.deleted;
+                counted.deleted += batch.deleted;
+            }
+            if let Some(d) = diverter.as_mut() {
+                batch = d.split(batch)?;
+            }
+            if let Some(d) = deduper.as_mut() {
+                let kept = d.filter(batch.batch.clone())?;
+                batch = batch.retain(kept);
+            }
+            if batch.batch.num_rows() == 0 {
+                return Ok(counted);
+            }
+            if opts.verify {
+                digest.add(&batch.batch)?;
+            }
+            if let Some(f) = *fault {
+                if f.apply(&mut batch.batch)? {
+                    *fault = None;
+                }
+            }
+            counted.batch = Some(batch);
+            Ok(counted)
+        };
+        let (totals, last) = (&mut self.totals, &mut self.last_progress);
+        let deliver = |prepared: Prepared| -> Result<()> {
+            totals.rows_read += prepared.read;
+            totals.rows_deleted += prepared.deleted;
+            if let Some(batch) = prepared.batch {
+                match sorter.as_mut() {
+                    Some(s) => s.push(batch)?,
+                    None => writer.write(batch)?,
+                }
+            }
+            tick(last, progress, totals, &writer);
+            Ok(())
+        };
+        let (order, deletes, duplicates) = (self.stages.order.as_ref(), self.deletes, self.duplicates);
+        let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| -> Result<()> {
+            match (&merge, order) {
+                (Some(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
+                _ => read_segments(plan, &g.segments, None, &data_limits, cancel, filters, |_, b| sink(b)),
+            }
+        };
+        read_ahead(opts.threads > 1, produce, prepare, deliver)?;
+        if let Some(s) = sorter {
+            // The merge of the sorted runs runs beside encoding too, one batch ahead.
+            let (last, totals) = (&mut self.last_progress, &self.totals);
+            let deliver = |prepared: Prepared| -> Result<()> {
+                if let Some(batch) = prepared.batch {
+                    writer.write(batch)?;
+                }
+                tick(last, progress, totals, &writer);
+                Ok(())
+            };
+            let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| s.finish(sink);
+            let pass = |batch: Batch| Ok(Prepared { batch: Some(batch), read: 0, deleted: 0 });
+            read_ahead(opts.threads > 1, produce, pass, deliver)?;
+        }
+        self.totals.rows_written += writer.rows_written;
+        let (files, measured) = writer.finish()?;
+        self.calibration = measured;
+        self.totals.bytes_closed += files.iter().map(|f| f.size).sum::<u64>();
+        self.totals.files_closed += files.len() as u64;
+        self.written.extend(files.into_iter().map(|f| (f, g.tuple)));
+        Ok(())
+    }
+}
+
+/// Reports progress at most every `PROGRESS_EVERY`.
+fn tick(last: &mut Option<Instant>, progress: &dyn Fn(&Progress), totals: &Totals, writer: &RollingWriter) {
+    if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
+        *last = Some(Instant::now());
+        progress(&Progress {
+            phase: "write",
+            rows_read: totals.rows_read,
+            rows_written: totals.rows_written + writer.rows_written,
+            bytes_written: totals.bytes_closed + writer.bytes_written(),
+            files_written: totals.files_closed + writer.files_written() as u64,
+        });
+    }
+}
+
+/// A batch after divert, dedupe and digest (`None` when no row is left), with the rows it
+/// counts as read and as deleted.
+pub struct Prepared {
+    batch: Option<Batch>,
+    read: u64,
+    deleted: u64,
+}
