@@ -37,6 +37,7 @@ pub mod plan;
 pub mod planning;
 pub mod read;
 pub mod report;
+pub mod route;
 pub mod sort;
 pub mod spill;
 pub mod testhooks;

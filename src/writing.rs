@@ -19,6 +19,7 @@ use crate::merge::{merge_runs, plan_merge};
 use crate::options::Options;
 use crate::plan::Plan;
 use crate::read::{read_segments, Batch, RowFilters};
+use crate::route::{choose, Route, RouteFacts};
 use crate::sort::{OrderCheck, Sorter};
 use crate::spill::SpillDir;
 use crate::verify::Fault;
@@ -151,14 +152,11 @@ impl<'a, 'p> Writing<'a, 'p> {
         if let Some(tx) = &self.notify {
             writer.notify_closed(tx.clone());
         }
-        // Rows already in order go straight to the writer; a tuple whose row groups each are in
-        // order is merged from the inputs (not with a call-order dedupe, which must see rows in
-        // `files` order); any other sorted tuple is buffered, sorted and spilled as needed.
-        let merge = match (&self.stages.order, g.presorted, &self.stages.deduper) {
-            (Some(o), false, None) => plan_merge(plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes),
-            _ => None,
-        };
-        let mut sorter = match opts.sort_by.as_ref().filter(|_| !g.presorted && merge.is_none()) {
+        // The tuple's route (`route`): streamed, merged from its inputs, or sorted.
+        let order = self.stages.order.as_ref();
+        let facts = RouteFacts { sort_by: order.is_some(), presorted: g.presorted, call_order_dedupe: self.stages.deduper.is_some() };
+        let route = choose(facts, || order.and_then(|o| plan_merge(plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes)));
+        let mut sorter = match opts.sort_by.as_ref().filter(|_| route.sorts()) {
             Some(keys) => Some(Sorter::new(
                 &plan.arrow_schema,
                 keys,
@@ -230,10 +228,10 @@ impl<'a, 'p> Writing<'a, 'p> {
             tick(last, progress, totals, &writer);
             Ok(())
         };
-        let (order, deletes, duplicates) = (self.stages.order.as_ref(), self.deletes, self.duplicates);
+        let (deletes, duplicates) = (self.deletes, self.duplicates);
         let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| -> Result<()> {
-            match (&merge, order) {
-                (Some(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
+            match (&route, order) {
+                (Route::Merge(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
                 _ => read_segments(plan, &g.segments, None, &data_limits, cancel, filters, |_, b| sink(b)),
             }
         };
