@@ -14,9 +14,9 @@ use crate::error::CompactError;
 use crate::error::Result;
 use crate::iceberg::deletes::DeleteIndex;
 use crate::iceberg::partition::Partitioner;
+use crate::order::OrderCheck;
 use crate::plan::Plan;
 use crate::read::{all_segments, read_segments, RowFilters, Segment};
-use crate::sort::OrderCheck;
 use arrow_array::{BooleanArray, RecordBatch};
 use roaring::RoaringTreemap;
 use std::sync::atomic::AtomicBool;
@@ -37,7 +37,7 @@ pub struct TupleGroup {
     pub segments: Vec<Segment>,
     /// The compressed input bytes its rows come from (shares of mixed row groups by rows).
     pub input_bytes: f64,
-    /// With `sortBy`: its rows already arrive in order (see `sort::OrderCheck`).
+    /// With `sortBy`: its rows already arrive in order (see `order::OrderCheck`).
     pub presorted: bool,
 }
 

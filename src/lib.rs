@@ -31,8 +31,11 @@ mod node;
 #[cfg_attr(test, allow(dead_code))]
 mod node_plan;
 #[cfg_attr(test, allow(dead_code))]
+mod node_result;
+#[cfg_attr(test, allow(dead_code))]
 mod node_values;
 pub mod options;
+pub mod order;
 pub mod plan;
 pub mod planning;
 pub mod read;

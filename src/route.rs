@@ -18,7 +18,7 @@ pub enum Route<M> {
 pub struct RouteFacts {
     /// The call has `sortBy`.
     pub sort_by: bool,
-    /// The tuple's surviving rows already arrive in `sortBy` order (`sort::OrderCheck`).
+    /// The tuple's surviving rows already arrive in `sortBy` order (`order::OrderCheck`).
     pub presorted: bool,
     /// Dedupe runs as rows are read, in `files` order (not settled by grouping beforehand).
     pub call_order_dedupe: bool,
