@@ -17,9 +17,11 @@ use crate::group::{group, FirstPass, Groups};
 use crate::iceberg::deletes::DeleteIndex;
 use crate::iceberg::input::InputFile;
 use crate::iceberg::partition::Partitioner;
+use crate::keep::Carry;
 use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
 use crate::plan::{build_plan, Plan};
+pub use crate::report::Progress;
 use crate::report::{build_report, data_file_location, CompactReport};
 use crate::spill::SpillDir;
 use crate::verify::{verify_as_written, verify_outputs};
@@ -28,15 +30,6 @@ use crate::writing::{Grouped, Stages, Writing};
 use parquet::file::metadata::SortingColumn;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub phase: &'static str,
-    pub rows_read: u64,
-    pub rows_written: u64,
-    pub bytes_written: u64,
-    pub files_written: u64,
-}
 
 /// Runs a compaction. Any error (or a panic, see `run_guarded`) leaves no file behind.
 /// `files` are paths (`String`, `&str`) or `InputFile`s with their deletes.
@@ -47,20 +40,31 @@ pub fn compact<F: Clone + Into<InputFile>>(
     progress: &dyn Fn(&Progress),
 ) -> Result<CompactReport> {
     let files: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
-    if let Some((chosen, inner)) = crate::keep::resolve_plan(&files, opts)? {
-        return compact(&chosen, &inner, cancel, progress);
+    match crate::keep::resolve_plan(&files, opts)? {
+        Some((chosen, carry)) => run(&chosen, opts, Some(&carry), cancel, progress),
+        None => run(&files, opts, None, cancel, progress),
     }
+}
+
+/// `compact` of `files`, carrying a plan's kept files (`carry`) into the same output.
+fn run(
+    files: &[InputFile],
+    opts: &Options,
+    carry: Option<&Carry>,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(&Progress),
+) -> Result<CompactReport> {
     let started = Instant::now();
     check_cancel(cancel)?;
     if files.is_empty() {
-        return empty_generation(opts, started, cancel, progress);
+        return empty_generation(opts, carry, started, cancel, progress);
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-    let (mut plan, opts) = plan_call(&files, opts)?;
+    let (mut plan, opts) = plan_call(files, opts)?;
     let opts = &opts;
     let mut keys = Keys::new(&plan, opts)?;
     let limits = ReadLimits::new(opts.batch_rows, opts.batch_bytes, opts.batch_bytes);
-    if let (Some(deduper), Some(carry)) = (keys.deduper.as_mut(), opts.carry.as_ref()) {
+    if let (Some(deduper), Some(carry)) = (keys.deduper.as_mut(), carry) {
         let column = crate::unify::option_column(&plan.arrow_schema, "dedupeBy", deduper.column_name())?;
         crate::keep::seed_keys(deduper, plan.arrow_schema.field(column).data_type(), &carry.seed, &limits, cancel)?;
     }
@@ -116,7 +120,7 @@ pub fn compact<F: Clone + Into<InputFile>>(
         if let Some(d) = stages.diverter.as_mut() {
             d.publish()?;
         }
-        let kept = match &opts.carry {
+        let kept = match carry {
             Some(carry) => crate::keep::carry(carry, opts, &mut outputs, cancel)?,
             None => Vec::new(),
         };
@@ -147,9 +151,15 @@ pub fn compact<F: Clone + Into<InputFile>>(
 }
 
 /// An empty generation (everything expired): nothing to read, nothing to create.
-fn empty_generation(opts: &Options, started: Instant, cancel: &AtomicBool, progress: &dyn Fn(&Progress)) -> Result<CompactReport> {
+fn empty_generation(
+    opts: &Options,
+    carry: Option<&Carry>,
+    started: Instant,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(&Progress),
+) -> Result<CompactReport> {
     let mut kept = Vec::new();
-    if let Some(carry) = opts.carry.as_ref().filter(|c| !c.kept.is_empty()) {
+    if let Some(carry) = carry.filter(|c| !c.kept.is_empty()) {
         // A plan that keeps everything: no data file is written, the kept files are carried.
         let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
         kept = crate::keep::carry(carry, opts, &mut outputs, cancel)?;

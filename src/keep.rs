@@ -36,21 +36,18 @@ pub struct Carry {
     pub seed: Vec<InputFile>,
 }
 
-/// With `opts.plan`: the files to rewrite, and the options that carry the kept ones (`None`
-/// without a plan).
-pub fn resolve_plan(files: &[InputFile], opts: &Options) -> Result<Option<(Vec<InputFile>, Options)>> {
+/// With `opts.plan`: the files to rewrite, and the kept ones to carry (`None` without a plan).
+pub fn resolve_plan(files: &[InputFile], opts: &Options) -> Result<Option<(Vec<InputFile>, Carry)>> {
     let Some(selection) = &opts.plan else { return Ok(None) };
     let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     let (rewrite, keep, seed) = selection.split(&paths)?;
     let pick = |list: &[usize]| list.iter().filter_map(|&i| files.get(i).cloned()).collect::<Vec<_>>();
-    let mut inner = opts.clone();
-    inner.plan = None;
-    inner.carry = Some(Carry {
+    let carry = Carry {
         kept: keep.iter().filter_map(|&i| files.get(i).map(|f| (i, f.clone(), None))).collect(),
         in_place: selection.in_place,
         seed: pick(&seed),
-    });
-    Ok(Some((pick(&rewrite), inner)))
+    };
+    Ok(Some((pick(&rewrite), carry)))
 }
 
 /// Records the `dedupeBy` keys of `files` in `deduper`, as if their rows came first.

@@ -111,7 +111,7 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown) -> std::result::Result<Pr
     else {
         return Err(invalid("'opts' must be a plain object"));
     };
-    Ok((inputs, crate::options::plan::plan_options(&entries)?))
+    Ok((inputs, crate::planning::facts::PlanOptions::from_config(crate::options::plan::plan_options(&entries)?)?))
 }
 
 fn json(k: &Key) -> serde_json::Value {

@@ -6,7 +6,7 @@ mod columns;
 mod files;
 pub mod plan;
 use columns::{divert, partition_by, sort_by};
-pub use files::{input_files, plan_inputs};
+pub use files::{input_files, plan_inputs, Key, PlanInput};
 
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::PartitionField;
@@ -112,9 +112,7 @@ pub struct Options {
     /// Threads one call may use (default: the machine's available parallelism).
     pub threads: usize,
     /// A `planCompaction` result: rewrite only what it marks, carry what it keeps.
-    pub plan: Option<crate::planning::PlanSelection>,
-    /// Set from `plan` by the call itself: the kept files to carry over.
-    pub carry: Option<crate::keep::Carry>,
+    pub plan: Option<plan::PlanSelection>,
 }
 
 /// `divert: { column, path?, equals, to }`.
@@ -156,7 +154,6 @@ impl Options {
             out_location: None,
             threads: available_threads(),
             plan: None,
-            carry: None,
         }
     }
 

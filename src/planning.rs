@@ -16,7 +16,7 @@
 
 pub mod facts;
 
-use crate::error::{CompactError, Result};
+use crate::error::Result;
 
 /// The rules of a plan, in bytes of data file on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,17 +34,7 @@ pub struct Rules {
 impl Rules {
     /// Defaults: `min` 0.75 × target, `max` 1.8 × target, five input files.
     pub fn new(target: u64, min: Option<u64>, max: Option<u64>, min_input_files: Option<usize>, sorted: bool) -> Result<Rules> {
-        let min = min.unwrap_or(target / 4 * 3 + (target % 4) * 3 / 4);
-        let max = max.unwrap_or(target.saturating_mul(9) / 5);
-        let min_input_files = min_input_files.unwrap_or(5);
-        if min > target || target >= max {
-            return Err(CompactError::InvalidOptions(format!(
-                "planning needs minFileBytes <= targetFileBytes < maxFileBytes (got {min}, {target}, {max})"
-            )));
-        }
-        if min_input_files < 1 {
-            return Err(CompactError::InvalidOptions("'minInputFiles' must be at least 1".into()));
-        }
+        let (min, max, min_input_files) = crate::options::plan::band(target, min, max, min_input_files)?;
         Ok(Rules { target, min, max, min_input_files, sorted })
     }
 
@@ -200,60 +190,6 @@ fn decide_group(tuple: usize, members: &[usize], files: &[FileFacts], rules: &Ru
         };
     }
     GroupPlan { tuple, rewrite, reasons, rewrite_files: unsealed, keep_files: sealed, expected_files: expected, rewrite_bytes: bytes }
-}
-
-/// A plan handed back to `compactGeneration` (`opts.plan`): per tuple, what to rewrite and
-/// what to keep, as indexes into `files`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanSelection {
-    /// The planned files' paths: they must be the call's `files`.
-    pub paths: Vec<String>,
-    pub groups: Vec<SelectedGroup>,
-    /// `keep: 'in-place'`: kept files stay where they are.
-    pub in_place: bool,
-    /// `dedupeScope: 'tuple'`: only kept files of rewritten tuples hold keys that matter.
-    pub tuple_scope: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelectedGroup {
-    pub rewrite: bool,
-    pub rewrite_files: Vec<usize>,
-    pub keep_files: Vec<usize>,
-}
-
-impl PlanSelection {
-    /// Checks the plan is for `paths` and places every file once: (files to rewrite, files to
-    /// keep, kept files whose keys a rewrite must not repeat), each in `files` order.
-    pub fn split(&self, paths: &[String]) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
-        if self.paths != paths {
-            return Err(CompactError::InvalidOptions("'plan' is for other files: its paths differ from 'files'".into()));
-        }
-        let mut role: Vec<Option<bool>> = vec![None; paths.len()];
-        let mut seed = vec![false; paths.len()];
-        for g in &self.groups {
-            let chosen = if g.rewrite { &g.rewrite_files } else { &[][..] };
-            let kept = if g.rewrite { &g.keep_files } else { &g.keep_files[..] };
-            let kept_extra: &[usize] = if g.rewrite { &[] } else { &g.rewrite_files };
-            for (&i, rewrite) in chosen.iter().map(|i| (i, true)).chain(kept.iter().chain(kept_extra).map(|i| (i, false))) {
-                let Some(slot) = role.get_mut(i) else {
-                    return Err(CompactError::InvalidOptions(format!("'plan' names file {i}, beyond 'files'")));
-                };
-                if slot.is_some_and(|r| r != rewrite) {
-                    return Err(CompactError::InvalidOptions(format!("'plan' both rewrites and keeps files[{i}]")));
-                }
-                *slot = Some(rewrite);
-                if !rewrite && (g.rewrite || !self.tuple_scope) {
-                    seed[i] = true;
-                }
-            }
-        }
-        if let Some(i) = role.iter().position(Option::is_none) {
-            return Err(CompactError::InvalidOptions(format!("'plan' neither rewrites nor keeps files[{i}]")));
-        }
-        let pick = |want: bool| (0..paths.len()).filter(|&i| role[i] == Some(want)).collect::<Vec<_>>();
-        Ok((pick(true), pick(false), (0..paths.len()).filter(|&i| seed[i] && role[i] == Some(false)).collect()))
-    }
 }
 
 #[cfg(test)]

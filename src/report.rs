@@ -7,6 +7,16 @@ use crate::plan::Plan;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
+/// Progress of a running call (`onProgress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub phase: &'static str,
+    pub rows_read: u64,
+    pub rows_written: u64,
+    pub bytes_written: u64,
+    pub files_written: u64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnReport {
     pub name: String,

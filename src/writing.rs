@@ -7,7 +7,6 @@
 
 use crate::ahead::read_ahead;
 use crate::budget::ReadLimits;
-use crate::compact::Progress;
 use crate::dedupe::Deduper;
 use crate::digest::Digest;
 use crate::divert::Diverter;
@@ -20,6 +19,7 @@ use crate::options::Options;
 use crate::order::OrderCheck;
 use crate::plan::Plan;
 use crate::read::{read_segments, Batch, RowFilters};
+use crate::report::Progress;
 use crate::route::{choose, Route, RouteFacts};
 use crate::sort::Sorter;
 use crate::spill::SpillDir;

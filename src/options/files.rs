@@ -4,7 +4,7 @@
 use super::{integer, invalid, RawValue, MAX_SAFE_INTEGER};
 use crate::error::Result;
 use crate::iceberg::input::{DeleteSource, InputFile};
-use crate::planning::facts::{Key, PlanInput};
+use crate::iceberg::partition::PartitionValue;
 use std::path::PathBuf;
 
 /// `files` without their planning facts (see `plan_inputs`).
@@ -144,4 +144,57 @@ fn delete_source(value: &RawValue, at: &str) -> Result<DeleteSource> {
             DeleteSource::Equality { path, field_ids }
         }
     })
+}
+
+/// A partition value as planning compares it: numbers whatever their JS or Iceberg type,
+/// strings (bytes as lowercase hex, as `dataFile.partition` gives them), booleans, null.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    Null,
+    Bool(bool),
+    Int(i128),
+    /// A number that is not an integer, by its bits.
+    Float(u64),
+    Text(String),
+}
+
+impl Key {
+    pub fn of_number(n: f64) -> Key {
+        if n.fract() == 0.0 && n.abs() < 1e30 {
+            Key::Int(n as i128)
+        } else {
+            Key::Float(n.to_bits())
+        }
+    }
+
+    pub fn of(v: &PartitionValue) -> Key {
+        match v {
+            PartitionValue::Null => Key::Null,
+            PartitionValue::Bool(b) => Key::Bool(*b),
+            PartitionValue::Int(i) | PartitionValue::Long(i) | PartitionValue::Date(i) | PartitionValue::Timestamp(i) => {
+                Key::Int(i128::from(*i))
+            }
+            PartitionValue::Float(f) => Key::of_number(*f),
+            PartitionValue::String(s) | PartitionValue::Decimal(s) => Key::Text(s.clone()),
+            PartitionValue::Bytes(b) => Key::Text(b.iter().map(|x| format!("{x:02x}")).collect()),
+        }
+    }
+}
+
+/// One file to plan, with the facts its caller passed.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub file: InputFile,
+    pub bytes: Option<u64>,
+    /// By partition field name.
+    pub partition: Option<Vec<(String, Key)>>,
+    pub sort_order_id: Option<i32>,
+    pub rewrite: bool,
+}
+
+impl PlanInput {
+    /// A file the caller passed no facts for.
+    pub fn of(file: InputFile) -> PlanInput {
+        PlanInput { file, bytes: None, partition: None, sort_order_id: None, rewrite: false }
+    }
 }

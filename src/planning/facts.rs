@@ -11,9 +11,9 @@
 use super::{decide, FileFacts, Reason, Rules};
 use crate::contain::contain;
 use crate::error::{CompactError, Result};
-use crate::iceberg::input::InputFile;
 use crate::iceberg::partition::{PartitionField, PartitionValue, Partitioner, Transform};
 use crate::options::SortKey;
+pub use crate::options::{Key, PlanInput};
 use crate::plan::{load_metadata, open_input, wide_offsets_schema};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
@@ -24,59 +24,14 @@ use parquet::file::metadata::ParquetMetaData;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A partition value as planning compares it: numbers whatever their JS or Iceberg type,
-/// strings (bytes as lowercase hex, as `dataFile.partition` gives them), booleans, null.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Key {
-    Null,
-    Bool(bool),
-    Int(i128),
-    /// A number that is not an integer, by its bits.
-    Float(u64),
-    Text(String),
-}
-
-impl Key {
-    pub fn of_number(n: f64) -> Key {
-        if n.fract() == 0.0 && n.abs() < 1e30 {
-            Key::Int(n as i128)
-        } else {
-            Key::Float(n.to_bits())
-        }
-    }
-
-    pub fn of(v: &PartitionValue) -> Key {
-        match v {
-            PartitionValue::Null => Key::Null,
-            PartitionValue::Bool(b) => Key::Bool(*b),
-            PartitionValue::Int(i) | PartitionValue::Long(i) | PartitionValue::Date(i) | PartitionValue::Timestamp(i) => {
-                Key::Int(i128::from(*i))
-            }
-            PartitionValue::Float(f) => Key::of_number(*f),
-            PartitionValue::String(s) | PartitionValue::Decimal(s) => Key::Text(s.clone()),
-            PartitionValue::Bytes(b) => Key::Text(b.iter().map(|x| format!("{x:02x}")).collect()),
-        }
-    }
-}
-
 /// A tuple: per partition field (in spec order), its name and value.
 pub type Tuple = Vec<(String, Key)>;
 
-/// One file to plan, with the facts its caller passed.
-#[derive(Debug, Clone)]
-pub struct PlanInput {
-    pub file: InputFile,
-    pub bytes: Option<u64>,
-    /// By partition field name.
-    pub partition: Option<Vec<(String, Key)>>,
-    pub sort_order_id: Option<i32>,
-    pub rewrite: bool,
-}
-
-impl PlanInput {
-    /// A file the caller passed no facts for.
-    pub fn of(file: InputFile) -> PlanInput {
-        PlanInput { file, bytes: None, partition: None, sort_order_id: None, rewrite: false }
+impl PlanOptions {
+    /// The options `planCompaction` was given (validated by `options::plan::plan_options`).
+    pub fn from_config(c: crate::options::plan::PlanConfig) -> Result<PlanOptions> {
+        let rules = Rules::new(c.target, Some(c.min), Some(c.max), Some(c.min_input_files), c.sort_by.is_some())?;
+        Ok(PlanOptions { rules, partition_by: c.partition_by, sort_by: c.sort_by, sort_order_id: c.sort_order_id })
     }
 }
 
