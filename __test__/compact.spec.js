@@ -182,6 +182,24 @@ describe('dedupeBy', () => {
     expect(hashFiles(gen.files)).toEqual(inputHashes)
   })
 
+  test('null keys: every null-key row survives, in the oracle as in the output (DuckDB)', async () => {
+    const outDir = path.join(tmp, 'dedupe-nulls')
+    const copies = [0, 1].map(k => path.join(tmp, `nulls-${k}.parquet`))
+    for (const to of copies) {
+      await duck.q(`COPY (SELECT * EXCLUDE (file_row_number) REPLACE (CASE WHEN file_row_number % 3 = 0 THEN NULL ELSE _hyp_cache_row_id END AS _hyp_cache_row_id)
+        FROM read_parquet('${gen.files[0]}', file_row_number = true)) TO '${to}' (FORMAT parquet)`)
+    }
+    const r = await compactGeneration(copies, { outDir, dedupeBy: '_hyp_cache_row_id' })
+    const expected = await duck.firstOccurrenceChecksum(copies, '_hyp_cache_row_id')
+    const [{ nulls }] = await duck.q(`SELECT count(*)::INT AS nulls FROM read_parquet('${gen.files[0]}', file_row_number = true) WHERE file_row_number % 3 = 0`)
+    expect(nulls).toBeGreaterThan(1)
+    // the second copy's non-null keys are dropped; every null-key row of both copies stays
+    expect(Number(expected.n)).toBe(gen.fileRows[0] + nulls)
+    const { perColumn, ...main } = await duck.checksum(r.files.map(f => f.path))
+    expect(main).toEqual(expected)
+    expect(r.duplicatesDropped).toBe(gen.fileRows[0] - nulls)
+  })
+
   test('a later file repeating an earlier file whole is dropped whole', async () => {
     const outDir = path.join(tmp, 'dedupe-repeat')
     const copy = path.join(tmp, 'repeat-of-first.parquet')

@@ -39,7 +39,8 @@ async function openDuck() {
     },
     /**
      * `checksum`'s main figures over the first occurrence of each `key` value only, in `files`
-     * order then row order (what `dedupeBy` must keep), computed by DuckDB alone.
+     * order then row order, and every row whose key is null (what `dedupeBy` must keep),
+     * computed by DuckDB alone.
      */
     async firstOccurrenceChecksum(files, key) {
       const order = files.map((f, i) => `(${sqlString(f)}, ${i})`).join(', ')
@@ -49,7 +50,7 @@ async function openDuck() {
           SELECT r.*, row_number() OVER (PARTITION BY r."${key}" ORDER BY o.idx, r.file_row_number) AS rn_
           FROM read_parquet(${fileList(files)}, filename = true, file_row_number = true) AS r
           JOIN o ON r.filename = o.fname),
-        t AS (SELECT * EXCLUDE (filename, file_row_number, rn_) FROM ranked WHERE rn_ = 1)
+        t AS (SELECT * EXCLUDE (filename, file_row_number, rn_) FROM ranked WHERE rn_ = 1 OR "${key}" IS NULL)
         ${CHECKSUM_SELECT} FROM t`)
       return r
     },
