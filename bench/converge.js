@@ -261,6 +261,7 @@ async function main() {
   console.log(body)
   if (args.write) {
     writeSection(path.join(__dirname, 'RESULTS.md'), args.section, body, '# Benchmark results')
+    require('./summary').writeSummary()
     console.error('wrote section "converge" of bench/RESULTS.md')
   }
 }

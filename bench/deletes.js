@@ -295,6 +295,7 @@ async function main() {
   console.log('\n' + body)
   if (args.write) {
     writeSection(RESULTS, args.section, body, '# Benchmark results')
+    require('./summary').writeSummary()
     console.error(`wrote section "${args.section}" of ${path.relative(process.cwd(), RESULTS)}`)
   }
   fs.writeFileSync(path.join(OUT, `last-${args.section}.json`), JSON.stringify({ args, idle, dels: { ...dels, files: dels.files.length }, results }, null, 1))

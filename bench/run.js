@@ -485,6 +485,7 @@ function summarize(xs) {
 
 function writeResults(section, body) {
   writeSection(RESULTS, section, body, '# Benchmark results\n\nSections are rewritten by `node bench/run.js`; text outside the markers is kept.')
+  require('./summary').writeSummary()
 }
 
 // ---------------------------------------------------------------- main
