@@ -45,9 +45,10 @@ describe('ERR_INPUT_NOT_FOUND', () => {
     const missing = path.join(tmp, 'in', 'part-99999.parquet')
     const files = [gen.files[0], gen.files[1], missing, ...gen.files.slice(2)]
     const outDir = existingOutDir(tmp)
-    await expectCompactError(() => compactGeneration(files, { outDir }), {
+    const err = await expectCompactError(() => compactGeneration(files, { outDir }), {
       code: 'ERR_INPUT_NOT_FOUND', mentions: [missing], outDir, inputs: gen.files,
     })
+    expect(err.path).toBe(missing)
     expectForeignFileKept(outDir)
   })
 
@@ -118,6 +119,8 @@ describe('ERR_INPUT_CORRUPT', () => {
     }), { code: 'ERR_INPUT_CORRUPT', mentions: [bad], outDir, inputs: files })
     expect(err.message).toContain('request_id')
     expect(err.message).not.toContain(gen.files[9]) // the copy is broken, not the original
+    // the file, the column and the decoder's own error as properties
+    expect({ path: err.path, column: err.column }).toEqual({ path: bad, column: 'request_id' })
     expectForeignFileKept(outDir)
     // not a requirement of the contract, but it shows the cleanup was exercised
     expect(sawTmp).toBe(true)
@@ -217,6 +220,7 @@ describe('ERR_SCHEMA_CONFLICT', () => {
     })
     // the other file of the pair is one of the inputs that still has the original schema
     expect([gen.files[0], gen.files[1], gen.files[2]].some(f => err.message.includes(f))).toBe(true)
+    expect(err.column).toBe('status_code')
     expectForeignFileKept(outDir)
   })
 })
@@ -227,9 +231,13 @@ describe('ERR_IO', () => {
     fs.writeFileSync(outDir, 'I am a file')
     const before = sha256File(outDir)
     const siblings = fs.readdirSync(tmp).sort()
-    await expectCompactError(() => compactGeneration(gen.files, { outDir }), {
+    const err = await expectCompactError(() => compactGeneration(gen.files, { outDir }), {
       code: 'ERR_IO', mentions: [outDir], inputs: gen.files,
     })
+    // the operating system's error is the cause
+    expect(err.path).toContain(outDir)
+    expect(require('util').types.isNativeError(err.cause)).toBe(true)
+    expect(err.cause.message).toMatch(/exists|directory|not a directory/i)
     expect(sha256File(outDir)).toBe(before)
     expect(fs.readdirSync(tmp).sort()).toEqual(siblings)
   })

@@ -24,8 +24,23 @@ use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+/// An output file as the writer writes it: every write goes through `testhooks::disk_room`
+/// (in release builds, straight to the file).
+pub struct Sink(File);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = crate::testhooks::disk_room(buf.len())?;
+        self.0.write(&buf[..room])
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 pub struct ColumnWriter {
-    file: SerializedFileWriter<File>,
+    file: SerializedFileWriter<Sink>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
     /// The open row group's column writers, one per leaf column (`None` while one is out
@@ -147,7 +162,7 @@ impl ColumnWriter {
     /// batches of `schema`.
     pub fn new(file: File, schema: SchemaRef, parquet: &SchemaDescriptor, props: WriterProperties, threads: usize) -> Result<Self> {
         let options = ArrowWriterOptions::new().with_properties(props).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
-        let (file, factory) = ArrowWriter::try_new_with_options(file, schema.clone(), options)?.into_serialized_writer()?;
+        let (file, factory) = ArrowWriter::try_new_with_options(Sink(file), schema.clone(), options)?.into_serialized_writer()?;
         Ok(ColumnWriter { file, factory, schema, open: None, rows: 0, workers: Workers::start(threads.saturating_sub(1)) })
     }
 
@@ -253,7 +268,7 @@ impl ColumnWriter {
     }
 
     pub fn inner(&self) -> &File {
-        self.file.inner()
+        &self.file.inner().0
     }
 }
 

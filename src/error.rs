@@ -12,7 +12,14 @@ pub enum CompactError {
     #[error("input file not found: {path}")]
     InputNotFound { path: String },
     #[error("corrupt input {path}{}: {msg}", column_suffix(.column))]
-    InputCorrupt { path: String, column: Option<String>, msg: String },
+    InputCorrupt {
+        path: String,
+        column: Option<String>,
+        msg: String,
+        /// The decoder's own error (parquet-rs, arrow-rs), when there was one.
+        #[source]
+        source: Option<BoxError>,
+    },
     #[error("schema conflict on column '{column}' between {first} and {second}: {msg}")]
     SchemaConflict { first: String, second: String, column: String, msg: String },
     #[error("I/O error on {path}: {msg}")]
@@ -53,8 +60,31 @@ impl CompactError {
         }
     }
 
-    pub fn corrupt(path: &Path, column: Option<String>, msg: impl ToString) -> Self {
-        CompactError::InputCorrupt { path: path.display().to_string(), column, msg: msg.to_string() }
+    /// A corrupt input: `cause` is a message, or the decoder's error (kept as the source).
+    pub fn corrupt(path: &Path, column: Option<String>, cause: impl Cause) -> Self {
+        let (msg, source) = cause.parts();
+        CompactError::InputCorrupt { path: path.display().to_string(), column, msg, source }
+    }
+
+    /// The file the error is about, where there is one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            CompactError::InputNotFound { path }
+            | CompactError::InputCorrupt { path, .. }
+            | CompactError::Io { path, .. }
+            | CompactError::VerifyFailed { path, .. } => Some(path),
+            CompactError::SchemaConflict { second, .. } => Some(second),
+            _ => None,
+        }
+    }
+
+    /// The column the error is about, where there is one.
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            CompactError::InputCorrupt { column, .. } => column.as_deref(),
+            CompactError::SchemaConflict { column, .. } => Some(column),
+            _ => None,
+        }
     }
 
     /// An I/O failure that is not an operating-system error (a name taken, a spill file the
@@ -108,6 +138,38 @@ pub fn parquet_io_error(err: &parquet::errors::ParquetError) -> Option<&io::Erro
 
 pub type Result<T> = std::result::Result<T, CompactError>;
 
+/// An error kept as another's cause.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a corrupt input's error says, and the error it came from (if any).
+pub trait Cause {
+    fn parts(self) -> (String, Option<BoxError>);
+}
+
+impl Cause for String {
+    fn parts(self) -> (String, Option<BoxError>) {
+        (self, None)
+    }
+}
+
+impl Cause for &str {
+    fn parts(self) -> (String, Option<BoxError>) {
+        (self.to_string(), None)
+    }
+}
+
+impl Cause for parquet::errors::ParquetError {
+    fn parts(self) -> (String, Option<BoxError>) {
+        (self.to_string(), Some(Box::new(self)))
+    }
+}
+
+impl Cause for arrow_schema::ArrowError {
+    fn parts(self) -> (String, Option<BoxError>) {
+        (self.to_string(), Some(Box::new(self)))
+    }
+}
+
 /// `Err(Aborted)` once the call's abort flag is set.
 pub fn check_cancel(cancel: &AtomicBool) -> Result<()> {
     if cancel.load(Ordering::Relaxed) {
@@ -130,5 +192,15 @@ mod tests {
         let source = e.source().and_then(|s| s.downcast_ref::<io::Error>()).map(|s| s.raw_os_error());
         assert_eq!(source, Some(Some(28)));
         assert!(CompactError::io_msg(Path::new("/out"), "output file already exists").source().is_none());
+    }
+
+    #[test]
+    fn a_corrupt_input_keeps_the_decoders_error_as_its_source_and_names_file_and_column() {
+        let e =
+            CompactError::corrupt(Path::new("/in/a.parquet"), Some("ts".into()), parquet::errors::ParquetError::EOF("short page".into()));
+        assert_eq!((e.path(), e.column()), (Some("/in/a.parquet"), Some("ts")));
+        let source = e.source().and_then(|s| s.downcast_ref::<parquet::errors::ParquetError>()).map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("EOF: short page"));
+        assert!(CompactError::corrupt(Path::new("/in/a.parquet"), None, "a message").source().is_none());
     }
 }

@@ -367,10 +367,23 @@ fn progress_event(p: &Progress) -> ProgressEvent {
 }
 
 /// A JS `Error` with our `code`, built on the JS thread and used as the rejection value.
+/// The `Error` a call rejects with: `message`, `code`, and where known `path` (the file),
+/// `column`, and `cause` (an `Error` with the message of the error it came from: the operating
+/// system's, parquet-rs's, arrow-rs's).
 pub(crate) fn js_error(env: &Env, e: &CompactError) -> napi::Error {
     let build = || -> Result<napi::Error> {
         let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.to_string()))?;
         obj.set_named_property("code", e.code())?;
+        if let Some(path) = e.path() {
+            obj.set_named_property("path", path)?;
+        }
+        if let Some(column) = e.column() {
+            obj.set_named_property("column", column)?;
+        }
+        if let Some(source) = std::error::Error::source(e) {
+            let cause = env.create_error(napi::Error::new(Status::GenericFailure, source.to_string()))?;
+            obj.set_named_property("cause", cause)?;
+        }
         Ok(napi::Error::from(obj.to_unknown()))
     };
     build().unwrap_or_else(|err| err)

@@ -9,6 +9,8 @@
 //!   has its final name, the others not) it says so on stderr and sleeps, to be killed there.
 //! - `GENCOMPACT_TEST_FAULT=drop-row|alter-row|panic`: a fault injected after the rows were
 //!   digested (`verify::Fault`).
+//! - `GENCOMPACT_TEST_DISK_BYTES=n`: the data files of the process may take `n` bytes in all;
+//!   a write past them fails as a full disk does (ENOSPC), with no file system to mount.
 //!
 //! Compiled in only with the cargo feature `test-hooks` (`npm test` and `scripts/cargo-test.js`
 //! enable it; `npm run build`, the demo and published binaries do not): without it `disabled`
@@ -43,6 +45,37 @@ pub fn pause(point: &str) {
         eprintln!("gencompact-test: paused at {point}");
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
+}
+
+/// How many of `len` bytes the next write of a data file may write: all of them, unless
+/// `GENCOMPACT_TEST_DISK_BYTES` is set and used up (then ENOSPC, as from a full disk).
+#[cfg(feature = "test-hooks")]
+pub fn disk_room(len: usize) -> std::io::Result<usize> {
+    use std::sync::atomic::AtomicI64;
+    static LEFT: OnceLock<AtomicI64> = OnceLock::new();
+    let left =
+        LEFT.get_or_init(|| AtomicI64::new(std::env::var("GENCOMPACT_TEST_DISK_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(-1)));
+    let mut now = left.load(Ordering::SeqCst);
+    loop {
+        if now < 0 {
+            return Ok(len);
+        }
+        if now == 0 && len > 0 {
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        let take = (len as i64).min(now);
+        match left.compare_exchange(now, now - take, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return Ok(take as usize),
+            Err(v) => now = v,
+        }
+    }
+}
+
+/// Release builds: the disk's own room only.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn disk_room(len: usize) -> std::io::Result<usize> {
+    Ok(len)
 }
 
 /// Release builds: every guard is on.
