@@ -19,7 +19,7 @@ EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
 
 ARROW = {
     'int32': pa.int32(), 'int64': pa.int64(), 'string': pa.string(), 'bool': pa.bool_(),
-    'double': pa.float64(), 'date': pa.date32(), 'binary': pa.binary(),
+    'double': pa.float64(), 'float': pa.float32(), 'date': pa.date32(), 'binary': pa.binary(),
     'timestamptz': pa.timestamp('us', tz='UTC'), 'timestamp': pa.timestamp('us'),
 }
 
@@ -36,7 +36,7 @@ def convert(t, v):
         return EPOCH_DATE + datetime.timedelta(days=int(v))
     if t == 'binary':
         return bytes.fromhex(v)
-    if t == 'double':
+    if t in ('double', 'float'):
         return float(v)
     return v
 
@@ -68,7 +68,9 @@ def iceberg_type(arrow_type):
     if pa.types.is_date32(arrow_type): return T.DateType()
     if pa.types.is_timestamp(arrow_type): return T.TimestamptzType() if arrow_type.tz else T.TimestampType()
     if pa.types.is_binary(arrow_type): return T.BinaryType()
-    return None  # doubles, groups: bounds not compared here
+    if pa.types.is_float64(arrow_type): return T.DoubleType()
+    if pa.types.is_float32(arrow_type): return T.FloatType()
+    return None  # groups: no bounds
 
 
 def plain(v):
