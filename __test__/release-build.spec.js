@@ -15,7 +15,9 @@ const { makeTmpDir, removeDir, ourFiles } = require('./helpers/fsutil')
 
 const ROOT = path.join(__dirname, '..')
 const RELEASE = path.join(ROOT, 'npm', 'linux-x64-gnu', 'gencompact.linux-x64-gnu.node')
-const TEST_BUILD = path.join(ROOT, 'gencompact.linux-x64-gnu.node')
+const TEST_BUILD = path.join(ROOT, 'target', 'test-addon', 'gencompact.linux-x64-gnu.node')
+// what a user `require()`s after `npm test` (`npm run build`): no test switches either
+const PACKAGE_ROOT = path.join(ROOT, 'gencompact.linux-x64-gnu.node')
 
 let tmp
 let gen
@@ -50,6 +52,11 @@ test('GENCOMPACT_TEST_FAULT=drop-row with verify off: the release binary publish
   expect(control.outcome).toEqual({ phase: 'resolved', files: 1, rowsRead: 900, rowsWritten: 899 })
   const release = call(RELEASE, { outDir: path.join(tmp, `release-${++n}`), verify: false }, env)
   expect(release.outcome).toEqual({ phase: 'resolved', files: 1, rowsRead: 900, rowsWritten: 900 })
+  // and the binary at the package root (what `require('gencompact')` loads in this clone) is a
+  // release build too, the test build living in target/test-addon
+  expect(fs.existsSync(PACKAGE_ROOT)).toBe(true)
+  const root = call(PACKAGE_ROOT, { outDir: path.join(tmp, `root-${++n}`), verify: false }, env)
+  expect(root.outcome).toEqual({ phase: 'resolved', files: 1, rowsRead: 900, rowsWritten: 900 })
 })
 
 test('GENCOMPACT_TEST_DISABLE_GUARDS=cleanup with a fault: the release binary neither injects the fault nor loses its cleanup', () => {
