@@ -41,6 +41,7 @@ pub mod planning;
 pub mod read;
 pub mod report;
 pub mod route;
+pub mod sizing;
 pub mod sort;
 pub mod spill;
 pub mod testhooks;

@@ -408,11 +408,8 @@ impl<'a> RollingWriter<'a> {
             }
         }
         self.send_flushed();
-        let empty = self.current.as_ref().is_none_or(|c| c.rows == 0);
-        let full = match self.share() {
-            Some(share) => !empty && self.open_size() + out_per_row / 2.0 >= share,
-            None => false,
-        };
+        let rows = self.current.as_ref().map_or(0, |c| c.rows);
+        let full = crate::sizing::full(self.open_size(), rows, out_per_row, self.share());
         if full {
             self.close_current()?;
         }
@@ -428,24 +425,12 @@ impl<'a> RollingWriter<'a> {
         self.current.as_ref().map(|c| self.current_size(&c.writer)).unwrap_or(0.0)
     }
 
-    /// Where the open file should end, in bytes, if it should end before the input does.
-    ///
-    /// The remaining output is estimated from the compression ratio measured so far. If it
-    /// all fits within the target plus one row group (the allowed overshoot) it stays in this
-    /// file; otherwise it is cut into the fewest files of at most the target and this file
-    /// ends at its equal share, so a partition never ends in full files and a small tail.
+    /// Where the open file should end, in bytes, if before the input does (`sizing::share`).
     fn share(&self) -> Option<f64> {
         // Before anything was written, assume output bytes ≈ input bytes.
         let ratio = self.ratio().unwrap_or(1.0);
-        let size = self.open_size();
-        let target = self.opts.target_file_bytes as f64;
         let remaining_in = (self.total_in - self.consumed_in).max(0.0);
-        let rest = size + remaining_in * ratio;
-        if rest <= target + self.row_group_bytes() {
-            return None;
-        }
-        let files = (rest / target).ceil().max(1.0);
-        Some((rest / files).min(target))
+        crate::sizing::share(self.open_size(), remaining_in * ratio, self.opts.target_file_bytes as f64, self.row_group_bytes())
     }
 
     /// Average bytes of the row groups flushed so far (the open row group's calibrated size
