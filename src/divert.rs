@@ -14,6 +14,7 @@ use crate::error::{CompactError, Result};
 use crate::options::{DivertSpec, Options};
 use crate::plan::Plan;
 use crate::read::Batch;
+use crate::transaction::Transaction;
 use crate::write::{open_writer, write_error};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
@@ -21,7 +22,6 @@ use arrow_schema::DataType;
 use parquet::file::properties::WriterProperties;
 use parquet_variant::Variant;
 use serde_json::Value;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,8 +45,8 @@ pub struct Diverter<'a> {
     writer: Option<ColumnWriter>,
     rg_bytes: usize,
     created_dirs: CreatedDirs,
-    created: Vec<PathBuf>,
-    committed: bool,
+    /// The side file (and its final name), removed unless the call commits.
+    tx: Transaction,
     /// Rows written to the side file.
     pub rows: u64,
 }
@@ -91,8 +91,7 @@ impl<'a> Diverter<'a> {
             writer: None,
             rg_bytes: 0,
             created_dirs: CreatedDirs::default(),
-            created: Vec::new(),
-            committed: false,
+            tx: Transaction::default(),
             rows: 0,
         })
     }
@@ -119,8 +118,7 @@ impl<'a> Diverter<'a> {
             if let Some(parent) = self.spec.to.parent().filter(|p| !p.as_os_str().is_empty()) {
                 self.created_dirs = CreatedDirs::create(parent, "divert.to's directory")?;
             }
-            let file = OpenOptions::new().write(true).create_new(true).open(&self.tmp).map_err(|e| CompactError::io(&self.tmp, &e))?;
-            self.created.push(self.tmp.clone());
+            let file = self.tx.create(&self.tmp, true)?;
             self.writer = Some(open_writer(file, self.plan, self.props.clone(), &self.tmp, 1)?);
         }
         let Some(w) = self.writer.as_mut() else { return Ok(()) };
@@ -159,13 +157,8 @@ impl<'a> Diverter<'a> {
             return Ok(());
         }
         let to = &self.spec.to;
-        std::fs::hard_link(&self.tmp, to)
-            .or_else(|e| if e.kind() == std::io::ErrorKind::AlreadyExists || to.exists() { Err(e) } else { std::fs::rename(&self.tmp, to) })
-            .map_err(|e| CompactError::io(to, &e))?;
-        self.created.push(to.clone());
-        if self.tmp.exists() {
-            std::fs::remove_file(&self.tmp).map_err(|e| CompactError::io(&self.tmp, &e))?;
-        }
+        self.tx.link(&self.tmp, to)?;
+        self.tx.remove_tmp(&self.tmp)?;
         sync_dir(to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
     }
 
@@ -175,7 +168,7 @@ impl<'a> Diverter<'a> {
     }
 
     pub fn commit(mut self) {
-        self.committed = true;
+        self.tx.commit();
     }
 
     /// Which rows of `batch` (all columns, or at least the divert column) match.
@@ -249,11 +242,10 @@ impl<'a> Diverter<'a> {
 
 impl Drop for Diverter<'_> {
     fn drop(&mut self) {
-        if !self.committed {
-            drop(self.writer.take());
-            for p in &self.created {
-                let _ = std::fs::remove_file(p);
-            }
+        // (the open writer first, then its files, then the directories they were in)
+        drop(self.writer.take());
+        self.tx.roll_back();
+        if !self.tx.committed() {
             self.created_dirs.remove_empty();
         }
     }

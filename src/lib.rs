@@ -45,6 +45,7 @@ pub mod sizing;
 pub mod sort;
 pub mod spill;
 pub mod testhooks;
+pub mod transaction;
 pub mod unify;
 pub mod verify;
 pub mod write;

@@ -15,13 +15,14 @@ use crate::plan::Plan;
 use crate::read::Batch;
 use crate::report::{file_report, FileReport};
 use crate::testhooks;
+use crate::transaction::Transaction;
 use arrow_array::RecordBatch;
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::SortingColumn;
 use parquet::file::metadata::{FileMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,24 +48,17 @@ pub struct Outputs {
     dir: PathBuf,
     prefix: String,
     next_index: usize,
-    created: Vec<PathBuf>,
+    /// The files created (and their final names), removed unless the call commits.
+    tx: Transaction,
     /// Directories this call created for outDir, deepest first (removed again on failure
     /// when empty).
     created_dirs: CreatedDirs,
-    committed: bool,
 }
 
 impl Outputs {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self> {
         let created_dirs = CreatedDirs::create(dir, "outDir")?;
-        Ok(Outputs {
-            dir: dir.to_path_buf(),
-            prefix: prefix.to_string(),
-            next_index: 0,
-            created: Vec::new(),
-            created_dirs,
-            committed: false,
-        })
+        Ok(Outputs { dir: dir.to_path_buf(), prefix: prefix.to_string(), next_index: 0, tx: Transaction::default(), created_dirs })
     }
 
     /// Creates the next `<prefix>-<n>.parquet.tmp` exclusively (never through an existing path).
@@ -78,15 +72,7 @@ impl Outputs {
         if testhooks::disabled("tmp-names") {
             tmp_path = final_path.clone();
         }
-        let exclusive = !testhooks::disabled("exclusive");
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(exclusive)
-            .create(true)
-            .truncate(!exclusive)
-            .open(&tmp_path)
-            .map_err(|e| CompactError::io(&tmp_path, &e))?;
-        self.created.push(tmp_path.clone());
+        let file = self.tx.create(&tmp_path, !testhooks::disabled("exclusive"))?;
         Ok((file, tmp_path, final_path))
     }
 
@@ -97,44 +83,33 @@ impl Outputs {
             if f.tmp_path == f.final_path {
                 continue; // (test-only: written under its final name)
             }
-            std::fs::hard_link(&f.tmp_path, &f.final_path)
-                .or_else(|e| {
-                    if e.kind() == std::io::ErrorKind::AlreadyExists || f.final_path.exists() {
-                        Err(e)
-                    } else {
-                        // Filesystems without hard links: a rename (checked above not to replace).
-                        std::fs::rename(&f.tmp_path, &f.final_path)
-                    }
-                })
-                .map_err(|e| CompactError::io(&f.final_path, &e))?;
-            self.created.push(f.final_path.clone());
+            self.tx.link(&f.tmp_path, &f.final_path)?;
             testhooks::pause("publish");
         }
         for f in files {
-            if f.tmp_path != f.final_path && f.tmp_path.exists() {
-                std::fs::remove_file(&f.tmp_path).map_err(|e| CompactError::io(&f.tmp_path, &e))?;
+            if f.tmp_path != f.final_path {
+                self.tx.remove_tmp(&f.tmp_path)?;
             }
         }
         sync_dir(&self.dir)
     }
 
     pub fn commit(mut self) {
-        self.committed = true;
+        self.tx.commit();
     }
 
     /// A path this call created under outDir besides its data files (a kept file's link),
     /// removed with them unless the call commits.
     pub fn adopt(&mut self, path: PathBuf) {
-        self.created.push(path);
+        self.tx.adopt(path);
     }
 }
 
 impl Drop for Outputs {
     fn drop(&mut self) {
-        if !self.committed && !testhooks::disabled("cleanup") {
-            for p in &self.created {
-                let _ = std::fs::remove_file(p);
-            }
+        // (files first, then the directories they were in)
+        self.tx.roll_back();
+        if !self.tx.committed() && !testhooks::disabled("cleanup") {
             self.created_dirs.remove_empty();
         }
     }
