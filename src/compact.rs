@@ -22,7 +22,7 @@ use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
 use crate::plan::{build_plan, Plan};
 pub use crate::report::Progress;
-use crate::report::{build_report, data_file_location, CompactReport};
+use crate::report::{build_report, data_file_location, CompactReport, FileReport};
 use crate::spill::SpillDir;
 use crate::verify::{verify_as_written, verify_outputs};
 use crate::write::{writer_properties, Outputs, Written, WrittenFile};
@@ -57,7 +57,8 @@ fn run(
     let started = Instant::now();
     check_cancel(cancel)?;
     if files.is_empty() {
-        return empty_generation(opts, carry, started, cancel, progress);
+        let kept = crate::keep::carry_alone(carry, opts, cancel)?;
+        return Ok(empty_generation(opts, kept, started, progress));
     }
     progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let (mut plan, opts) = plan_call(files, opts)?;
@@ -150,27 +151,14 @@ fn run(
     })
 }
 
-/// An empty generation (everything expired): nothing to read, nothing to create.
-fn empty_generation(
-    opts: &Options,
-    carry: Option<&Carry>,
-    started: Instant,
-    cancel: &AtomicBool,
-    progress: &dyn Fn(&Progress),
-) -> Result<CompactReport> {
-    let mut kept = Vec::new();
-    if let Some(carry) = carry.filter(|c| !c.kept.is_empty()) {
-        // A plan that keeps everything: no data file is written, the kept files are carried.
-        let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
-        kept = crate::keep::carry(carry, opts, &mut outputs, cancel)?;
-        check_cancel(cancel)?;
-        outputs.commit();
-    }
+/// An empty generation (everything expired, or a plan that rewrites nothing): nothing to read,
+/// no data file to create; `kept`, the plan's kept files, were carried over.
+fn empty_generation(opts: &Options, kept: Vec<(usize, FileReport)>, started: Instant, progress: &dyn Fn(&Progress)) -> CompactReport {
     progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let mut report = CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0);
     report.diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
     report.kept = kept;
-    Ok(report)
+    report
 }
 
 /// The plan of the inputs, and the options with the output codec resolved from them.

@@ -126,6 +126,16 @@ pub fn carry(carry: &Carry, opts: &Options, outputs: &mut Outputs, cancel: &Atom
     Ok(out)
 }
 
+/// A plan that rewrites nothing: the kept files carried in a transaction of their own.
+pub fn carry_alone(carry: Option<&Carry>, opts: &Options, cancel: &AtomicBool) -> Result<Vec<(usize, FileReport)>> {
+    let Some(carry) = carry.filter(|c| !c.kept.is_empty()) else { return Ok(Vec::new()) };
+    let mut outputs = Outputs::new(&opts.out_dir, &opts.file_name_prefix)?;
+    let kept = self::carry(carry, opts, &mut outputs, cancel)?;
+    check_cancel(cancel)?;
+    outputs.commit();
+    Ok(kept)
+}
+
 /// The kept file's own name in `outDir`, unless taken (by an earlier kept file, or a file
 /// already there): then `<prefix>-kept-<index>.parquet`.
 fn free_name(opts: &Options, from: &Path, index: usize, taken: &mut HashSet<PathBuf>) -> PathBuf {
