@@ -196,6 +196,16 @@ async function inspect(inputs, o) {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The inputs and the layout flags a plan is for (`plan`, `inspect`). */
+function layout(command) {
+  return command
+    .argument('<inputs...>', 'Parquet files or directories')
+    .option('--target <size>', 'target file size (default 128MiB)')
+    .option('--sort <col[:desc][:nulls-first|:nulls-last]>', 'files should be sorted by this column (repeatable)', collect, [])
+    .option('--sort-order-id <n>', 'the Iceberg sort order id of sorted files')
+    .option('--partition <col[:transform][=name]>', 'partition field (repeatable)', collect, [])
+}
+
 /** The planning rules' flags (see planCompaction in the README). */
 function planRules(command) {
   return command
@@ -238,23 +248,13 @@ function program() {
   planRules(compactCommand)
   compactCommand.action((inputs, o) => compact(inputs, o))
 
-  const planCommand = p.command('plan')
-    .description('which partition tuples are due for compaction (rewrite or keep, and why)')
-    .argument('<inputs...>', 'Parquet files or directories')
-    .option('--target <size>', 'target file size (default 128MiB)')
-    .option('--sort <col[:desc][:nulls-first|:nulls-last]>', 'files should be sorted by this column (repeatable)', collect, [])
-    .option('--sort-order-id <n>', 'the Iceberg sort order id of sorted files')
-    .option('--partition <col[:transform][=name]>', 'partition field (repeatable)', collect, [])
+  const planCommand = layout(p.command('plan').description('which partition tuples are due for compaction (rewrite or keep, and why)'))
     .option('--json', 'print the plan as JSON')
   planRules(planCommand)
   planCommand.action((inputs, o) => plan(inputs, o))
 
-  const inspectCommand = p.command('inspect')
-    .description('per file rows, row groups, size, codecs and sort order, and whether the partition is due for compaction (by the planner)')
-    .argument('<inputs...>', 'Parquet files or directories')
-    .option('--target <size>', 'target file size (default 128MiB)')
-    .option('--sort <col[:desc][:nulls-first|:nulls-last]>', 'files should be sorted by this column (repeatable)', collect, [])
-    .option('--partition <col[:transform][=name]>', 'partition field (repeatable)', collect, [])
+  const inspectCommand = layout(p.command('inspect')
+    .description('per file rows, row groups, size, codecs and sort order, and whether the partition is due for compaction (by the planner)'))
     .option('--summary', 'only the partition summary')
     .option('--json', 'print JSON')
   planRules(inspectCommand)
