@@ -6,7 +6,7 @@
 
 use crate::contain::contain;
 use crate::guard::GuardedInput;
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch};
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
@@ -37,13 +37,21 @@ pub fn rows_per_batch(per_row_bytes: f64, limits: &ReadLimits) -> usize {
 /// Decoded bytes of the rows a batch holds (buffers shared with other batches count in full
 /// only for the slice this batch sees).
 pub fn decoded_size(batch: &RecordBatch) -> usize {
-    batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_else(|_| c.get_array_memory_size())).sum()
+    batch.columns().iter().map(|c| array_size(c.as_ref())).sum()
+}
+
+/// Decoded bytes of one array's rows (a view array: its views and the values it references).
+pub fn array_size(array: &dyn Array) -> usize {
+    crate::views::view_bytes(array)
+        .unwrap_or_else(|| array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size()))
 }
 
 /// Bytes a batch really holds: its buffers' capacities (a buffer shared with other batches, a
 /// dictionary say, counts in full: accounting errs on the side of more).
+/// A view column counts its views and the values it references: the pages it points into are
+/// accounted by their input while read (`views`).
 pub fn held_bytes(batch: &RecordBatch) -> usize {
-    batch.get_array_memory_size()
+    batch.columns().iter().map(|c| crate::views::view_bytes(c.as_ref()).unwrap_or_else(|| c.get_array_memory_size())).sum()
 }
 
 /// What the column readers of one row group hold for their codecs while it is decoded, by

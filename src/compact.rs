@@ -73,6 +73,8 @@ fn run(
     // Columns whose values repeat are decoded as dictionaries from here on — all but the keys.
     let keep_plain = key_roots(&plan, opts, deletes.as_ref());
     crate::dictionary::choose(&mut plan, &keep_plain, limits.page_cap)?;
+    // ...and the other strings and binaries as views into their pages.
+    crate::views::choose(&mut plan, &keep_plain);
     let plan = plan;
     // Writer settings, built once: every data file (and the divert side file) shares them.
     let props = writer_properties(&plan, opts, keys.sorting);

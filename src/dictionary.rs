@@ -133,7 +133,7 @@ pub fn plain_size(batch: &RecordBatch) -> usize {
 
 fn plain_array_size(array: &ArrayRef) -> usize {
     if !has_dictionary(array.data_type()) {
-        return array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size());
+        return crate::budget::array_size(array.as_ref());
     }
     match array.data_type() {
         DataType::Dictionary(..) => {
@@ -157,7 +157,7 @@ fn plain_array_size(array: &ArrayRef) -> usize {
             let s = array.as_struct();
             s.columns().iter().map(plain_array_size).sum::<usize>() + s.len().div_ceil(8)
         }
-        _ => array.to_data().get_slice_memory_size().unwrap_or_else(|_| array.get_array_memory_size()),
+        _ => crate::budget::array_size(array.as_ref()),
     }
 }
 

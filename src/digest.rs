@@ -91,6 +91,14 @@ fn cell_hashes(array: &dyn Array) -> Result<Vec<u128>> {
             let a = array.as_binary::<i64>();
             bytes_hashes(n, |i| a.value(i))
         }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            bytes_hashes(n, |i| a.value(i).as_bytes())
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            bytes_hashes(n, |i| a.value(i))
+        }
         DataType::FixedSizeBinary(_) => {
             let a = array.as_fixed_size_binary();
             bytes_hashes(n, |i| a.value(i))

@@ -176,6 +176,14 @@ impl GuardedInput {
         self.pages = Some(Arc::new(PageAccount { held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
     }
 
+    /// The decoded dictionary of the column chunk starting at byte `chunk` is no longer held
+    /// (`chunks`: the chunk fell back to plain pages).
+    pub fn release_dictionary(&self, chunk: u64) {
+        if let Some(account) = &self.pages {
+            account.release_dictionary(chunk);
+        }
+    }
+
     /// The row group being read is done with: its pages are no longer held.
     pub fn release_pages(&self) {
         if let Some(account) = &self.pages {
@@ -194,13 +202,22 @@ type ChunkPages = HashMap<u64, (u64, u64)>;
 
 impl PageAccount {
     fn page(&self, chunk: u64, bytes: u64, dictionary: Option<u64>) {
-        if let Ok(mut held) = self.held.lock() {
-            let (reservation, chunks) = &mut *held;
-            let entry = chunks.entry(chunk).or_default();
+        self.update(chunk, |entry| {
             entry.1 = bytes;
             if let Some(d) = dictionary {
                 entry.0 = d;
             }
+        });
+    }
+
+    fn release_dictionary(&self, chunk: u64) {
+        self.update(chunk, |entry| entry.0 = 0);
+    }
+
+    fn update(&self, chunk: u64, change: impl FnOnce(&mut (u64, u64))) {
+        if let Ok(mut held) = self.held.lock() {
+            let (reservation, chunks) = &mut *held;
+            change(chunks.entry(chunk).or_default());
             let total: u64 = chunks.values().map(|(d, p)| d + p).sum();
             reservation.resize(usize::try_from(total).unwrap_or(usize::MAX));
         }

@@ -7,6 +7,7 @@
 
 pub mod ahead;
 pub mod budget;
+pub mod chunks;
 pub mod compact;
 pub mod contain;
 pub mod dedupe;
@@ -48,6 +49,7 @@ pub mod testhooks;
 pub mod transaction;
 pub mod unify;
 pub mod verify;
+pub mod views;
 pub mod write;
 pub mod writing;
 

@@ -76,6 +76,8 @@ pub struct Plan {
     pub fully_dictionary_leaves: Vec<bool>,
     /// Leaf paths decoded as Arrow dictionaries (`dictionary::choose`; empty until then).
     pub dictionary_columns: HashSet<Vec<String>>,
+    /// Top-level columns decoded as Arrow views (`views::choose`; empty until then).
+    pub view_columns: HashSet<String>,
     pub total_rows: u64,
     pub total_data_bytes: u64,
     pub total_file_bytes: u64,
@@ -193,6 +195,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
         nullable_leaves,
         fully_dictionary_leaves,
         dictionary_columns: HashSet::new(),
+        view_columns: HashSet::new(),
         total_rows,
         total_data_bytes,
         total_file_bytes,

@@ -6,8 +6,11 @@
 //! row, the unencoded byte-array sizes when the writer recorded them, and for dictionary-
 //! encoded byte arrays the largest dictionary entry (read from the dictionary page), since a
 //! fat value repeated on every row costs little in Parquet but its full size per row once
-//! decoded. Strings and binaries decode with 64-bit offsets, so no array can overflow.
-//! Besides the batch, the reader holds one decompressed page and one dictionary per column.
+//! decoded. Strings and binaries used as keys decode with 64-bit offsets, so no array can
+//! overflow; the others decode as views into their pages (`views`), so a batch of them holds
+//! its views and points into pages the reader holds anyway.
+//! Besides the batch, the reader holds one decompressed page and one dictionary per column,
+//! the dictionary only while the pages encoded with it are read (`chunks`).
 //!
 //! Rows the table deleted (`iceberg::deletes`: position deletes, deletion vectors, equality
 //! deletes) are dropped here, so no later stage ever sees them: deleted positions (and later
@@ -31,7 +34,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use roaring::RoaringTreemap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -316,15 +319,18 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             // them: a decoded batch and its filtered copy are alive together, so each is half.
             batch_size = batch_size.div_ceil(2);
         }
-        let mut b = builder(path, file, meta)?.with_row_groups(vec![segment.row_group]).with_batch_size(batch_size);
         // (An input whose schema differs from the unified one is decoded whole, then adapted.)
-        if let (Some(r), None) = (roots, adapter) {
-            b = b.with_projection(ProjectionMask::roots(&descr, r.iter().copied()));
-        }
-        if let Some(selection) = skip.selection.clone() {
-            b = b.with_row_selection(selection);
-        }
-        let reader = b.build().map_err(|e| CompactError::corrupt(path, None, e))?;
+        let mask = match (roots, adapter) {
+            (Some(r), None) => ProjectionMask::roots(&descr, r.iter().copied()),
+            _ => ProjectionMask::all(),
+        };
+        let levels =
+            parquet_to_arrow_field_levels(&descr, mask, Some(meta.schema().fields())).map_err(|e| CompactError::corrupt(path, None, e))?;
+        let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
+        // (its column chunks as `chunks` hands them over: a dictionary is let go at a fallback)
+        let row_group = crate::chunks::RowGroup::new(handle, meta.metadata().clone(), segment.row_group);
+        let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, skip.selection.clone())
+            .map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
         Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0 }))
     }
@@ -423,6 +429,7 @@ fn reader_metadata(plan: &Plan, path: &Path, file: &GuardedInput) -> Result<(Arr
         }
         // (its columns decoded as dictionaries as in the unified schema, so that `adapt` keeps them)
         let (hint, _) = schema_with_dictionaries(&wide_offsets_schema(own.schema()), &plan.dictionary_columns);
+        let hint = crate::views::schema_with_views(&hint, &plan.view_columns);
         (Arc::new(hint), Some(map))
     };
     let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(hint))
