@@ -73,8 +73,11 @@ fn run(
     // Columns whose values repeat are decoded as dictionaries from here on — all but the keys.
     let keep_plain = key_roots(&plan, opts, deletes.as_ref());
     crate::dictionary::choose(&mut plan, &keep_plain, limits.page_cap)?;
-    // ...and the other strings and binaries as views into their pages.
-    crate::views::choose(&mut plan, &keep_plain);
+    // ...and, unless rows are sorted (a sort buffer copies them), the other strings and
+    // binaries as views into their pages.
+    if opts.sort_by.is_none() {
+        crate::views::choose(&mut plan, &keep_plain);
+    }
     let plan = plan;
     // Writer settings, built once: every data file (and the divert side file) shares them.
     let props = writer_properties(&plan, opts, keys.sorting);

@@ -119,8 +119,7 @@ impl<'a> Sorter<'a> {
         self.input_bytes += batch.input_bytes;
         self.buffered_bytes += batch.decoded_bytes;
         self.buffer_memory.merge(batch.memory);
-        // (kept until the buffer is sorted: it must not keep pages it references only in part)
-        self.buffer.push(crate::views::compact(batch.batch, 2));
+        self.buffer.push(batch.batch);
         Ok(())
     }
 

@@ -157,9 +157,7 @@ pub struct RunWriter {
 impl RunWriter {
     /// Appends one chunk of the run; `decoded_bytes` is its in-memory size.
     pub fn write(&mut self, chunk: &RecordBatch, decoded_bytes: usize) -> Result<()> {
-        // (a run holds the values a chunk references, not the pages they were decoded into)
-        let chunk = crate::views::compact(chunk.clone(), 1);
-        self.writer.write(&chunk).map_err(|e| ipc_error(&self.file.path, e))?;
+        self.writer.write(chunk).map_err(|e| ipc_error(&self.file.path, e))?;
         self.rows += chunk.num_rows() as u64;
         self.max_chunk_bytes = self.max_chunk_bytes.max(decoded_bytes);
         Ok(())

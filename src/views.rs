@@ -10,18 +10,20 @@
 //! delete uses it as a key (keys are compared, transformed and hashed as plain arrays), and it
 //! is not decoded as a dictionary (`dictionary`).
 //!
+//! With `sortBy` no column is: a sort buffer keeps batches long after their row group was read,
+//! and a view would keep its whole page alive for the few rows it references.
+//!
 //! What a view batch holds is its views (16 bytes a row) and the pages they point into. It is
 //! accounted as its views and the bytes of the values it references (`referenced_bytes`); the
 //! pages themselves are accounted by the input while its row group is read
-//! (`GuardedInput::account_pages`). A batch kept beyond that — in a sort buffer — or written to
-//! a spilled run first has its values copied out of pages it references only in part
-//! (`compact`), so that it holds (and the run writes) only what it references.
+//! (`GuardedInput::account_pages`). A batch passes from the reader to the writer and is dropped
+//! when encoded, so the pages it keeps are those of the row group being read, or the one before.
 //!
-//! Memory: nothing of its own; `compact` copies the referenced values of a batch once.
+//! Memory: nothing of its own.
 
 use crate::plan::Plan;
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::Array;
 use arrow_schema::{DataType, FieldRef, Schema};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -81,46 +83,7 @@ pub fn referenced_bytes(array: &dyn Array) -> Option<usize> {
 /// references; `None` for other arrays.
 pub fn view_bytes(array: &dyn Array) -> Option<usize> {
     let values = referenced_bytes(array)?;
-    Some(array.len() * 16 + array.nulls().map(|n| n.buffer().len()).unwrap_or(0) + values)
-}
-
-/// Bytes of the data buffers a view array points into; `None` for other arrays.
-fn buffer_bytes(array: &dyn Array) -> Option<usize> {
-    match array.data_type() {
-        DataType::Utf8View => Some(array.as_string_view().data_buffers().iter().map(|b| b.capacity()).sum()),
-        DataType::BinaryView => Some(array.as_binary_view().data_buffers().iter().map(|b| b.capacity()).sum()),
-        _ => None,
-    }
-}
-
-/// `batch` with every view column that points into more than it references (by more than
-/// `slack` times) holding copies of its values instead; with `slack` 1, any column that does
-/// not reference all of its buffers. Other columns are shared, not copied.
-pub fn compact(batch: RecordBatch, slack: usize) -> RecordBatch {
-    let wasteful = |c: &ArrayRef| match (buffer_bytes(c.as_ref()), referenced_bytes(c.as_ref())) {
-        (Some(held), Some(used)) => held > used.saturating_mul(slack.max(1)),
-        _ => false,
-    };
-    if !batch.columns().iter().any(wasteful) {
-        return batch;
-    }
-    let columns: Vec<ArrayRef> = batch
-        .columns()
-        .iter()
-        .map(|c| -> ArrayRef {
-            if !wasteful(c) {
-                return c.clone();
-            }
-            match c.data_type() {
-                DataType::Utf8View => Arc::new(c.as_string_view().gc()),
-                DataType::BinaryView => Arc::new(c.as_binary_view().gc()),
-                _ => c.clone(),
-            }
-        })
-        .collect();
-    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    // (same schema, same lengths: only the buffers differ)
-    RecordBatch::try_new_with_options(batch.schema(), columns, &options).unwrap_or(batch)
+    Some(array.len() * 16 + array.nulls().map(|n| n.len().div_ceil(8)).unwrap_or(0) + values)
 }
 
 #[cfg(test)]
@@ -128,11 +91,6 @@ mod tests {
     use super::*;
     use arrow_array::{LargeStringArray, StringViewArray};
     use arrow_schema::Field;
-
-    fn batch(values: &[Option<&str>]) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8View, true)]));
-        RecordBatch::try_new(schema, vec![Arc::new(StringViewArray::from(values.to_vec()))]).unwrap()
-    }
 
     #[test]
     fn only_named_top_level_strings_and_binaries_become_views() {
@@ -149,24 +107,16 @@ mod tests {
     }
 
     #[test]
-    fn a_slice_is_accounted_as_what_it_references_and_compacting_copies_only_that() {
+    fn a_slice_is_accounted_as_what_it_references() {
         let long = "x".repeat(1000);
         let values: Vec<Option<&str>> = (0..100).map(|i| if i % 10 == 0 { None } else { Some(long.as_str()) }).collect();
-        let whole = batch(&values);
+        let whole = StringViewArray::from(values);
         let part = whole.slice(0, 10);
-        let column = part.column(0);
-        assert_eq!(referenced_bytes(column.as_ref()), Some(9 * 1000));
-        assert!(buffer_bytes(column.as_ref()).unwrap() >= 90 * 1000);
-        let compacted = compact(part.clone(), 2);
-        let c = compacted.column(0);
-        assert!(buffer_bytes(c.as_ref()).unwrap() < 20 * 1000, "a slice referencing a tenth of its buffer is copied out");
-        assert_eq!(c.as_string_view().iter().collect::<Vec<_>>(), part.column(0).as_string_view().iter().collect::<Vec<_>>());
-        // The whole batch references (nearly) all of its buffer: left as it is.
-        let same = compact(whole.clone(), 2);
-        assert_eq!(same.column(0).to_data().buffers()[1].as_ptr(), whole.column(0).to_data().buffers()[1].as_ptr());
+        assert_eq!(referenced_bytes(&part), Some(9 * 1000));
+        assert_eq!(view_bytes(&part), Some(10 * 16 + 2 + 9 * 1000));
         // Short values live in their views: nothing referenced outside.
-        let short = batch(&[Some("abc"), None]);
-        assert_eq!(referenced_bytes(short.column(0).as_ref()), Some(0));
+        let short = StringViewArray::from(vec![Some("abc"), None]);
+        assert_eq!(referenced_bytes(&short), Some(0));
         assert_eq!(referenced_bytes(&LargeStringArray::from(vec!["a"])), None);
     }
 }
