@@ -76,7 +76,7 @@ fn run(
     // ...and, unless rows are sorted (a sort buffer copies them), the other strings and
     // binaries as views into their pages.
     if opts.sort_by.is_none() {
-        crate::views::choose(&mut plan, &keep_plain);
+        crate::views::choose(&mut plan, &keep_plain, limits.page_cap)?;
     }
     let plan = plan;
     // Writer settings, built once: every data file (and the divert side file) shares them.

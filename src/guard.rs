@@ -73,6 +73,14 @@ impl GuardedInput {
         })
     }
 
+    /// The uncompressed bytes the page header at `start` declares (`None` when unreadable: the
+    /// page is then checked, and reported, when it is read).
+    pub fn page_size_at(&self, start: u64) -> Option<u64> {
+        let left = self.len.checked_sub(start)?.min(MAX_PAGE_HEADER);
+        let input = BufReader::new(PositionalRead::new(self.file.clone(), start));
+        Thrift::new(input, left).page_header().ok().map(|(uncompressed, ..)| uncompressed)
+    }
+
     /// Another handle on the same descriptor (positional reads share no offset).
     pub fn try_clone(&self) -> std::io::Result<Self> {
         Ok(GuardedInput {

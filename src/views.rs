@@ -7,8 +7,12 @@
 //! writes the same Parquet values from views as from plain arrays.
 //!
 //! A column qualifies when it is a top-level string or binary column, no option or equality
-//! delete uses it as a key (keys are compared, transformed and hashed as plain arrays), and it
-//! is not decoded as a dictionary (`dictionary`).
+//! delete uses it as a key (keys are compared, transformed and hashed as plain arrays), it is
+//! not decoded as a dictionary (`dictionary`), and its pages are large: in a sample of the
+//! inputs, the first page of one of its chunks declares at least `LARGE_PAGE` bytes. Pages of
+//! the usual size (about 1 MiB: parquet-rs, hyparquet-writer, Arrow C++ for small values) are
+//! cheaper copied out of a buffer the allocator hands straight back than kept alive, one per
+//! page, until the batch that points into them is written.
 //!
 //! With `sortBy` no column is: a sort buffer keeps batches long after their row group was read,
 //! and a view would keep its whole page alive for the few rows it references.
@@ -21,7 +25,8 @@
 //!
 //! Memory: nothing of its own.
 
-use crate::plan::Plan;
+use crate::error::Result;
+use crate::plan::{load_metadata, open_input, Plan};
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::{DataType, FieldRef, Schema};
@@ -50,10 +55,15 @@ pub fn schema_with_views(schema: &Schema, columns: &HashSet<String>) -> Schema {
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
+/// Inputs whose first row group's first pages are sampled.
+const SAMPLE_INPUTS: usize = 8;
+/// Uncompressed bytes from which a page is large.
+pub const LARGE_PAGE: u64 = 4 << 20;
+
 /// Chooses the columns decoded as views (see the module doc) and turns them into views in
 /// `plan.arrow_schema`. `keep_plain`: top-level columns used as keys.
-pub fn choose(plan: &mut Plan, keep_plain: &[usize]) {
-    let columns: HashSet<String> = plan
+pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()> {
+    let candidates: Vec<String> = plan
         .arrow_schema
         .fields()
         .iter()
@@ -61,11 +71,28 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize]) {
         .filter(|(i, f)| !keep_plain.contains(i) && view_of(f.data_type()).is_some())
         .map(|(_, f)| f.name().clone())
         .collect();
-    if columns.is_empty() {
-        return;
+    let mut columns: HashSet<String> = HashSet::new();
+    for input in plan.inputs.iter().take(SAMPLE_INPUTS) {
+        if columns.len() == candidates.len() {
+            break;
+        }
+        let file = open_input(&input.path, page_cap)?;
+        let meta = load_metadata(&input.path, &file, None)?;
+        let Some(rg) = meta.metadata().row_groups().first() else { continue };
+        for chunk in rg.columns() {
+            let name = chunk.column_path().parts().first();
+            let Some(name) = name.filter(|n| chunk.column_path().parts().len() == 1 && candidates.contains(n)) else { continue };
+            let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset()).max(0) as u64;
+            if file.page_size_at(start).is_some_and(|size| size >= LARGE_PAGE) {
+                columns.insert(name.clone());
+            }
+        }
     }
-    plan.arrow_schema = Arc::new(schema_with_views(&plan.arrow_schema, &columns));
-    plan.view_columns = columns;
+    if !columns.is_empty() {
+        plan.arrow_schema = Arc::new(schema_with_views(&plan.arrow_schema, &columns));
+        plan.view_columns = columns;
+    }
+    Ok(())
 }
 
 /// Bytes of the values of a view array's rows that live outside their views (values longer than
