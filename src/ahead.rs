@@ -3,8 +3,8 @@
 //!
 //! Memory: two batches, the one being decoded and the one being written.
 
+use crate::batch::Batch;
 use crate::error::{CompactError, Result};
-use crate::read::Batch;
 
 /// With `ahead` (more than one thread), decodes (and `prepare`s) on a thread of its own, one
 /// batch ahead of `deliver` (which orders, encodes and writes on the calling thread): at most

@@ -8,12 +8,12 @@
 //! Memory: the side file's open row group, closed at `batchRows` rows / `batchBytes` decoded
 //! bytes like the data files'; one matched value at a time.
 
+use crate::batch::Batch;
 use crate::dirs::{sync_dir, CreatedDirs};
 use crate::encode::ColumnWriter;
 use crate::error::{CompactError, Result};
 use crate::options::{DivertSpec, Options};
 use crate::plan::Plan;
-use crate::read::Batch;
 use crate::transaction::Transaction;
 use crate::write::{open_writer, write_error};
 use arrow_array::cast::AsArray;

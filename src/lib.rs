@@ -6,6 +6,7 @@
 //! the Promise, AbortSignal, the progress callback and error mapping.
 
 pub mod ahead;
+pub mod batch;
 pub mod budget;
 pub mod chunks;
 pub mod compact;

@@ -27,7 +27,7 @@ use arrow_row::OwnedRow;
 use roaring::RoaringTreemap;
 use std::sync::atomic::AtomicBool;
 
-use crate::read::Batch;
+use crate::batch::Batch;
 
 /// One run: row groups read in order, whose rows are in order end to end.
 #[derive(Debug)]

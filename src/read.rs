@@ -18,13 +18,14 @@
 //! equality-deleted rows are filtered out and counted per batch. Row groups shared with other
 //! partition tuples are filtered to the tuple being written in the same pass.
 
+use crate::batch::Batch;
 use crate::budget::{decoded_size, estimate_row_bytes, held_bytes, rows_per_batch, ReadLimits};
 use crate::contain::contain;
 use crate::dictionary::schema_with_dictionaries;
 use crate::error::{check_cancel, CompactError, Result};
 use crate::guard::GuardedInput;
 use crate::iceberg::deletes::DeleteIndex;
-use crate::memory::{Accountant, Reservation};
+use crate::memory::Reservation;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::same_field;
 use crate::unify::widen_array;
@@ -39,45 +40,6 @@ use roaring::RoaringTreemap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-/// One decoded batch and what it accounts for.
-pub struct Batch {
-    pub batch: RecordBatch,
-    /// Decoded (Arrow) bytes of the batch's rows.
-    pub decoded_bytes: usize,
-    /// The share of the input's compressed bytes these rows came from.
-    pub input_bytes: f64,
-    /// Rows of this batch's row group the table deleted by equality deletes (counted among
-    /// the selected tuple's rows).
-    pub deleted: u64,
-    /// Each row's position in its input, when `RowFilters::positions` asked for them.
-    pub positions: Vec<u64>,
-    /// The call's accounting of the memory the batch holds (`held_bytes`).
-    pub memory: Reservation,
-}
-
-impl Batch {
-    /// The batch holding only `kept` (rows of this batch): its decoded bytes scaled to them.
-    /// Its input bytes stay: the writer measures output per input byte read, and the rows a
-    /// later stage drops (dedupe, divert) were read all the same.
-    pub fn retain(self, kept: RecordBatch) -> Batch {
-        let decoded_bytes = self.share_of(kept.num_rows());
-        let mut memory = self.memory;
-        memory.resize(held_bytes(&kept));
-        Batch { batch: kept, decoded_bytes, memory, ..self }
-    }
-
-    /// A batch made by a stage (a merge, a sort), accounted with `accountant`.
-    pub fn made(batch: RecordBatch, decoded_bytes: usize, input_bytes: f64, deleted: u64, accountant: &Accountant) -> Batch {
-        let memory = accountant.hold(held_bytes(&batch));
-        Batch { batch, decoded_bytes, input_bytes, deleted, positions: Vec::new(), memory }
-    }
-
-    /// The decoded bytes of `rows` of this batch's rows, by its average.
-    pub fn share_of(&self, rows: usize) -> usize {
-        self.decoded_bytes.saturating_mul(rows) / self.batch.num_rows().max(1)
-    }
-}
 
 /// Which rows of a batch to keep.
 pub type RowSelect<'a> = dyn FnMut(&RecordBatch) -> Result<Vec<bool>> + Send + 'a;

@@ -21,6 +21,7 @@
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`).
 
+use crate::batch::Batch;
 use crate::budget::{decoded_size, held_bytes};
 use crate::dictionary::{plain_size, size_without_dictionary_values};
 use crate::error::check_cancel;
@@ -30,7 +31,6 @@ use crate::kmerge;
 use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
 use crate::order::key_converter;
-use crate::read::Batch;
 use crate::spill::{Run, RunReader, RunWriter, SpillDir, RUN_READ_STATE};
 use arrow_array::RecordBatch;
 use arrow_row::{RowConverter, Rows};

@@ -6,13 +6,13 @@
 //! plus the footer metadata of the open file, kept small by truncated statistics. Only one
 //! file is open at a time.
 
+use crate::batch::Batch;
 use crate::dirs::{sync_dir, CreatedDirs};
 use crate::encode::ColumnWriter;
 use crate::error::{parquet_io_error, CompactError, Result};
 use crate::memory::Reservation;
 use crate::options::Options;
 use crate::plan::Plan;
-use crate::read::Batch;
 use crate::report::{file_report, FileReport};
 use crate::testhooks;
 use crate::transaction::Transaction;

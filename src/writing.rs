@@ -6,6 +6,7 @@
 //! row group, and with `sortBy` the sort buffer (see `sort`).
 
 use crate::ahead::read_ahead;
+use crate::batch::Batch;
 use crate::budget::ReadLimits;
 use crate::dedupe::Deduper;
 use crate::digest::Digest;
@@ -18,7 +19,7 @@ use crate::merge::{merge_runs, plan_merge};
 use crate::options::Options;
 use crate::order::OrderCheck;
 use crate::plan::Plan;
-use crate::read::{read_segments, Batch, RowFilters};
+use crate::read::{read_segments, RowFilters};
 use crate::report::Progress;
 use crate::route::{choose, Route, RouteFacts};
 use crate::sort::Sorter;
