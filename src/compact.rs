@@ -22,7 +22,7 @@ use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
 use crate::plan::{build_plan, Plan};
 pub use crate::report::Progress;
-use crate::report::{build_report, data_file_location, CompactReport, FileReport};
+use crate::report::{build_report, data_file_location, CompactReport, FileReport, Outcome};
 use crate::spill::SpillDir;
 use crate::verify::{verify_as_written, verify_outputs};
 use crate::write::{writer_properties, Outputs, Written, WrittenFile};
@@ -131,22 +131,19 @@ fn run(
             None => Vec::new(),
         };
         check_cancel(cancel)?;
-        let mut report = build_report(
-            &plan,
-            files_written.iter().map(|f| f.report.clone()).collect(),
-            totals.rows_read,
-            totals.rows_written,
-            started.elapsed().as_secs_f64() * 1000.0,
-        );
-        report.rows_deleted = totals.rows_deleted;
-        report.duplicates_dropped = duplicates_dropped + stages.deduper.as_ref().map(|d| d.dropped).unwrap_or(0);
-        report.files_spilled = spill.files_spilled;
-        report.bytes_spilled = spill.bytes_spilled;
-        report.intermediate_merges = spill.intermediate_merges;
-        report.spill_peak_bytes = spill.peak_disk_bytes();
-        report.peak_memory_bytes = plan.memory.peak() as u64;
-        report.kept = kept;
-        describe_files(&mut report, opts, &stages, tuples);
+        let files = describe_files(files_written.iter().map(|f| f.report.clone()).collect(), opts, &stages, tuples);
+        let outcome = Outcome {
+            rows_read: totals.rows_read,
+            rows_deleted: totals.rows_deleted,
+            rows_written: totals.rows_written,
+            duplicates_dropped: duplicates_dropped + stages.deduper.as_ref().map(|d| d.dropped).unwrap_or(0),
+            diverted: stages.diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows)),
+            spill: spill.figures(),
+            peak_memory_bytes: plan.memory.peak() as u64,
+            kept,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        let report = build_report(Some(&plan), files, outcome);
         outputs.commit();
         if let Some(d) = stages.diverter.take() {
             d.commit();
@@ -160,10 +157,8 @@ fn run(
 /// no data file to create; `kept`, the plan's kept files, were carried over.
 fn empty_generation(opts: &Options, kept: Vec<(usize, FileReport)>, started: Instant, progress: &dyn Fn(&Progress)) -> CompactReport {
     progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
-    let mut report = CompactReport::empty(started.elapsed().as_secs_f64() * 1000.0);
-    report.diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
-    report.kept = kept;
-    report
+    let diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
+    build_report(None, Vec::new(), Outcome { diverted, kept, elapsed_ms: started.elapsed().as_secs_f64() * 1000.0, ..Outcome::default() })
 }
 
 /// The plan of the inputs, and the options with the output codec resolved from them.
@@ -218,9 +213,8 @@ fn group_tuples(
 }
 
 /// What the report says of each file beyond its footer: location, sort order, partition.
-fn describe_files(report: &mut CompactReport, opts: &Options, stages: &Stages, tuples: Vec<Option<usize>>) {
-    report.diverted = stages.diverter.as_ref().map(|d| (d.path().display().to_string(), d.rows));
-    for file in report.files.iter_mut() {
+fn describe_files(mut files: Vec<FileReport>, opts: &Options, stages: &Stages, tuples: Vec<Option<usize>>) -> Vec<FileReport> {
+    for file in files.iter_mut() {
         file.location = data_file_location(opts.out_location.as_deref(), &file.path);
         if opts.sort_by.is_some() {
             // Every file of a sorted call is sorted end to end within its tuple.
@@ -228,12 +222,13 @@ fn describe_files(report: &mut CompactReport, opts: &Options, stages: &Stages, t
         }
     }
     if let Some(p) = &stages.partitioner {
-        for (file, tuple) in report.files.iter_mut().zip(tuples) {
+        for (file, tuple) in files.iter_mut().zip(tuples) {
             if let Some(values) = tuple.and_then(|t| p.tuples.get(t)) {
                 file.partition = values.clone();
             }
         }
     }
+    files
 }
 
 /// `compact`, with a panic turned into `ERR_INTERNAL` (outputs are removed while unwinding).

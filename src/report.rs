@@ -4,6 +4,7 @@
 use crate::iceberg::metrics::{column_bounds, BoundValue};
 use crate::iceberg::partition::PartitionValue;
 use crate::plan::Plan;
+use crate::spill::SpillFigures;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
@@ -147,50 +148,43 @@ fn column_reports(meta: &ParquetMetaData) -> Vec<ColumnReport> {
     out
 }
 
-/// The call's report from each output's (`files`) and the plan's figures.
-pub fn build_report(plan: &Plan, files: Vec<FileReport>, rows_read: u64, rows_written: u64, elapsed_ms: f64) -> CompactReport {
-    let bytes_written = files.iter().map(|f| f.file_size_in_bytes).sum();
-    CompactReport {
-        files,
-        input_files: plan.inputs.len() as u32,
-        rows_read,
-        rows_deleted: 0,
-        rows_written,
-        duplicates_dropped: 0,
-        diverted: None,
-        bytes_read: plan.total_file_bytes,
-        bytes_written,
-        elapsed_ms,
-        files_spilled: 0,
-        bytes_spilled: 0,
-        intermediate_merges: 0,
-        spill_peak_bytes: 0,
-        peak_memory_bytes: 0,
-        kept: Vec::new(),
-    }
+/// What a call did besides writing its files, for its report.
+#[derive(Default)]
+pub struct Outcome {
+    pub rows_read: u64,
+    pub rows_deleted: u64,
+    pub rows_written: u64,
+    pub duplicates_dropped: u64,
+    pub diverted: Option<(String, u64)>,
+    pub spill: SpillFigures,
+    pub peak_memory_bytes: u64,
+    pub kept: Vec<(usize, FileReport)>,
+    pub elapsed_ms: f64,
 }
 
-impl CompactReport {
-    /// The result of a call with no inputs.
-    pub fn empty(elapsed_ms: f64) -> Self {
-        CompactReport {
-            files: Vec::new(),
-            input_files: 0,
-            rows_read: 0,
-            rows_deleted: 0,
-            rows_written: 0,
-            duplicates_dropped: 0,
-            diverted: None,
-            bytes_read: 0,
-            bytes_written: 0,
-            elapsed_ms,
-            files_spilled: 0,
-            bytes_spilled: 0,
-            intermediate_merges: 0,
-            spill_peak_bytes: 0,
-            peak_memory_bytes: 0,
-            kept: Vec::new(),
-        }
+/// The call's report, built once: its inputs (`plan`; none for a call that read nothing), its
+/// output files (described: `describe_files`) and what it did.
+pub fn build_report(plan: Option<&Plan>, files: Vec<FileReport>, outcome: Outcome) -> CompactReport {
+    let bytes_written = files.iter().map(|f| f.file_size_in_bytes).sum();
+    let Outcome { rows_read, rows_deleted, rows_written, duplicates_dropped, diverted, spill, peak_memory_bytes, kept, elapsed_ms } =
+        outcome;
+    CompactReport {
+        files,
+        input_files: plan.map(|p| p.inputs.len() as u32).unwrap_or(0),
+        rows_read,
+        rows_deleted,
+        rows_written,
+        duplicates_dropped,
+        diverted,
+        bytes_read: plan.map(|p| p.total_file_bytes).unwrap_or(0),
+        bytes_written,
+        elapsed_ms,
+        files_spilled: spill.runs,
+        bytes_spilled: spill.bytes,
+        intermediate_merges: spill.intermediate_merges,
+        spill_peak_bytes: spill.peak_bytes,
+        peak_memory_bytes,
+        kept,
     }
 }
 

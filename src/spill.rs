@@ -42,6 +42,16 @@ pub struct SpillDir {
     memory: Accountant,
 }
 
+/// What a call spilled: run files written, their bytes, runs merged into other runs before the
+/// final merge, and the most bytes of run files on disk at once.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SpillFigures {
+    pub runs: u64,
+    pub bytes: u64,
+    pub intermediate_merges: u64,
+    pub peak_bytes: u64,
+}
+
 /// Bytes of a call's run files on disk.
 #[derive(Default)]
 struct DiskUse {
@@ -67,6 +77,15 @@ impl SpillDir {
     }
 
     /// The most bytes of run files on disk at once.
+    pub fn figures(&self) -> SpillFigures {
+        SpillFigures {
+            runs: self.files_spilled,
+            bytes: self.bytes_spilled,
+            intermediate_merges: self.intermediate_merges,
+            peak_bytes: self.peak_disk_bytes(),
+        }
+    }
+
     pub fn peak_disk_bytes(&self) -> u64 {
         self.disk.peak.load(Ordering::Relaxed)
     }
