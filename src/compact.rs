@@ -26,7 +26,7 @@ use crate::report::{build_report, data_file_location, CompactReport, FileReport,
 use crate::spill::SpillDir;
 use crate::verify::{verify_as_written, verify_outputs};
 use crate::write::{writer_properties, Outputs, Written, WrittenFile};
-use crate::writing::{Grouped, Stages, Writing};
+use crate::writing::{Call, Grouped, Stages, Writing};
 use parquet::file::metadata::SortingColumn;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -96,8 +96,8 @@ fn run(
         });
         // Declared after `outputs`, so dropped (run files removed) before it.
         let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix, &plan.memory);
-        let mut writing =
-            Writing::new(&plan, opts, &props, &grouped, deletes.as_ref(), &mut stages, &mut outputs, &mut spill, cancel, progress);
+        let call = Call { plan: &plan, opts, props: &props, deletes: deletes.as_ref(), cancel, progress };
+        let mut writing = Writing::new(call, &grouped, &mut stages, &mut outputs, &mut spill);
         writing.notify = verifier.as_ref().map(|(tx, _)| tx.clone());
         for g in &grouped.tuples {
             writing.write_tuple(g)?;

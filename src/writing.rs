@@ -66,12 +66,7 @@ pub struct Grouped {
 /// The write stage of a call: its tuples, one at a time, each read (or merged), prepared,
 /// ordered and written to its own run of files.
 pub struct Writing<'a, 'p> {
-    pub plan: &'a Plan,
-    pub opts: &'a Options,
-    pub props: &'a WriterProperties,
-    pub cancel: &'a AtomicBool,
-    pub progress: &'a dyn Fn(&Progress),
-    pub deletes: Option<&'a DeleteIndex>,
+    pub call: Call<'a>,
     pub duplicates: Option<&'a [Option<RoaringTreemap>]>,
     pub stages: &'a mut Stages<'p>,
     pub outputs: &'a mut Outputs,
@@ -90,20 +85,27 @@ pub struct Writing<'a, 'p> {
     pub written: Vec<(WrittenFile, Option<usize>)>,
 }
 
+/// What every stage of a call reads and none changes: the inputs' plan, the options, the
+/// writer settings, the table's deletes, the cancel flag and the progress callback.
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    pub plan: &'a Plan,
+    pub opts: &'a Options,
+    pub props: &'a WriterProperties,
+    pub deletes: Option<&'a DeleteIndex>,
+    pub cancel: &'a AtomicBool,
+    pub progress: &'a dyn Fn(&Progress),
+}
+
 impl<'a, 'p> Writing<'a, 'p> {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        plan: &'a Plan,
-        opts: &'a Options,
-        props: &'a WriterProperties,
+        call: Call<'a>,
         grouped: &'a Grouped,
-        deletes: Option<&'a DeleteIndex>,
         stages: &'a mut Stages<'p>,
         outputs: &'a mut Outputs,
         spill: &'a mut SpillDir,
-        cancel: &'a AtomicBool,
-        progress: &'a dyn Fn(&Progress),
     ) -> Self {
+        let Call { plan, deletes, .. } = call;
         let mut totals = Totals::default();
         let mut duplicates_dropped = 0;
         // Rows skipped without decoding (deleted positions, later dedupe occurrences), counted once
@@ -125,12 +127,7 @@ impl<'a, 'p> Writing<'a, 'p> {
         totals.rows_read += grouped.equality_deleted.unwrap_or(0);
         totals.rows_deleted += grouped.equality_deleted.unwrap_or(0);
         Writing {
-            plan,
-            opts,
-            props,
-            cancel,
-            progress,
-            deletes,
+            call,
             duplicates: grouped.duplicates.as_deref(),
             stages,
             outputs,
@@ -149,8 +146,8 @@ impl<'a, 'p> Writing<'a, 'p> {
 
     /// Writes one tuple: its own run of files.
     pub fn write_tuple(&mut self, g: &TupleGroup) -> Result<()> {
-        let (plan, opts, cancel, progress) = (self.plan, self.opts, self.cancel, self.progress);
-        let mut writer = RollingWriter::new(plan, opts, self.props.clone(), self.outputs, g.input_bytes, self.calibration.clone());
+        let Call { plan, opts, props, deletes, cancel, progress } = self.call;
+        let mut writer = RollingWriter::new(plan, opts, props.clone(), self.outputs, g.input_bytes, self.calibration.clone());
         if let Some(tx) = &self.notify {
             writer.notify_closed(tx.clone());
         }
@@ -184,7 +181,7 @@ impl<'a, 'p> Writing<'a, 'p> {
                 _ => Ok(vec![true; batch.num_rows()]),
             }
         };
-        let filters = RowFilters { deletes: self.deletes, select: Some(&mut select), duplicates: self.duplicates, positions: false };
+        let filters = RowFilters { deletes, select: Some(&mut select), duplicates: self.duplicates, positions: false };
         // What happens to a batch before it is ordered and written — counting, divert,
         // dedupe, the input digest — runs beside decoding, on the read-ahead thread.
         let (diverter, deduper, digest, fault) = (&mut self.stages.diverter, &mut self.stages.deduper, &mut self.digest, &mut self.fault);
@@ -230,7 +227,7 @@ impl<'a, 'p> Writing<'a, 'p> {
             tick(last, progress, totals, &writer);
             Ok(())
         };
-        let (deletes, duplicates) = (self.deletes, self.duplicates);
+        let duplicates = self.duplicates;
         let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| -> Result<()> {
             match (&route, order) {
                 (Route::Merge(m), Some(o)) => merge_runs(plan, m, o, opts.batch_rows, opts.batch_bytes, deletes, duplicates, cancel, sink),
