@@ -6,9 +6,10 @@
 //! row, the unencoded byte-array sizes when the writer recorded them, and for dictionary-
 //! encoded byte arrays the largest dictionary entry (read from the dictionary page), since a
 //! fat value repeated on every row costs little in Parquet but its full size per row once
-//! decoded. Strings and binaries used as keys decode with 64-bit offsets, so no array can
-//! overflow; the others decode as views into their pages (`views`), so a batch of them holds
-//! its views and points into pages the reader holds anyway.
+//! decoded. Strings and binaries decode with 64-bit offsets, so no array can overflow — but
+//! those in large pages that no option uses as a key, when rows are not sorted, decode as views
+//! into their pages (`views`): a batch of them holds its views and points into pages the reader
+//! holds anyway.
 //! Besides the batch, the reader holds one decompressed page and one dictionary per column,
 //! the dictionary only while the pages encoded with it are read (`chunks`).
 //!
