@@ -13,7 +13,7 @@
 //! Memory: one dictionary page at a time while sampling.
 
 use crate::error::Result;
-use crate::plan::{load_metadata, open_input, Plan};
+use crate::plan::{sample_row_groups, Plan};
 use arrow_array::cast::AsArray;
 use arrow_array::{AnyDictionaryArray, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, FieldRef, Schema};
@@ -23,8 +23,6 @@ use parquet::file::serialized_reader::SerializedPageReader;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// Inputs whose first row group's dictionary pages are sampled.
-const SAMPLE_INPUTS: usize = 8;
 /// Rows per dictionary entry from which a column is decoded as a dictionary.
 const MIN_REUSE: f64 = 4.0;
 
@@ -93,11 +91,7 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
         return Ok(());
     }
     // Rows and dictionary entries of each candidate over the sample.
-    for input in plan.inputs.iter().take(SAMPLE_INPUTS) {
-        let file = open_input(&input.path, page_cap)?;
-        let meta = load_metadata(&input.path, &file, None)?;
-        let Some(rg) = meta.metadata().row_groups().first() else { continue };
-        let handle = Arc::new(file);
+    sample_row_groups(plan, page_cap, |handle, rg| {
         for (leaf, rows, entries) in candidates.iter_mut() {
             let path = descr.column(*leaf).path().clone();
             let Some(col) = rg.columns().iter().find(|c| *c.column_path() == path) else { continue };
@@ -109,7 +103,8 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
                 *entries += u64::from(num_values);
             }
         }
-    }
+        true
+    })?;
     let leaves: HashSet<Vec<String>> = candidates
         .into_iter()
         .filter(|(_, rows, entries)| *entries > 0 && *rows as f64 >= MIN_REUSE * *entries as f64)

@@ -12,7 +12,7 @@ use crate::unify::unify;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::basic::{Compression, Encoding, PageType};
-use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::metadata::{ColumnChunkMetaData, RowGroupMetaData};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 use parquet::file::reader::Length;
 use parquet::schema::types::{SchemaDescriptor, Type};
@@ -118,6 +118,24 @@ pub fn open_input(path: &Path, page_cap: u64) -> Result<GuardedInput> {
 }
 
 /// Reads an input's footer and the Arrow schema derived from it.
+/// Inputs whose first row group is sampled to decide how a column decodes (`dictionary`,
+/// `views`).
+pub const SAMPLE_INPUTS: usize = 8;
+
+/// Hands the first row group of each of the first `SAMPLE_INPUTS` inputs, with its input, to
+/// `visit`, until it returns `false` (it has seen enough).
+pub fn sample_row_groups(plan: &Plan, page_cap: u64, mut visit: impl FnMut(&Arc<GuardedInput>, &RowGroupMetaData) -> bool) -> Result<()> {
+    for input in plan.inputs.iter().take(SAMPLE_INPUTS) {
+        let file = open_input(&input.path, page_cap)?;
+        let meta = load_metadata(&input.path, &file, None)?;
+        let Some(rg) = meta.metadata().row_groups().first() else { continue };
+        if !visit(&Arc::new(file), rg) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 pub fn load_metadata(path: &Path, file: &GuardedInput, hint: Option<SchemaRef>) -> Result<ArrowReaderMetadata> {
     file.check_footer(path)?;
     let mut options = base_reader_options();

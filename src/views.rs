@@ -26,7 +26,7 @@
 //! Memory: nothing of its own.
 
 use crate::error::Result;
-use crate::plan::{load_metadata, open_input, Plan};
+use crate::plan::{sample_row_groups, Plan};
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::{DataType, FieldRef, Schema};
@@ -55,8 +55,6 @@ pub fn schema_with_views(schema: &Schema, columns: &HashSet<String>) -> Schema {
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
-/// Inputs whose first row group's first pages are sampled.
-const SAMPLE_INPUTS: usize = 8;
 /// Uncompressed bytes from which a page is large.
 pub const LARGE_PAGE: u64 = 4 << 20;
 
@@ -72,13 +70,10 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
         .map(|(_, f)| f.name().clone())
         .collect();
     let mut columns: HashSet<String> = HashSet::new();
-    for input in plan.inputs.iter().take(SAMPLE_INPUTS) {
-        if columns.len() == candidates.len() {
-            break;
-        }
-        let file = open_input(&input.path, page_cap)?;
-        let meta = load_metadata(&input.path, &file, None)?;
-        let Some(rg) = meta.metadata().row_groups().first() else { continue };
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    sample_row_groups(plan, page_cap, |file, rg| {
         for chunk in rg.columns() {
             let name = chunk.column_path().parts().first();
             let Some(name) = name.filter(|n| chunk.column_path().parts().len() == 1 && candidates.contains(n)) else { continue };
@@ -87,7 +82,8 @@ pub fn choose(plan: &mut Plan, keep_plain: &[usize], page_cap: u64) -> Result<()
                 columns.insert(name.clone());
             }
         }
-    }
+        columns.len() < candidates.len()
+    })?;
     if !columns.is_empty() {
         plan.arrow_schema = Arc::new(schema_with_views(&plan.arrow_schema, &columns));
         plan.view_columns = columns;
