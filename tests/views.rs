@@ -7,8 +7,6 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use common::*;
-use gencompact::iceberg::input::InputFile;
-use gencompact::plan::build_plan;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
@@ -70,14 +68,9 @@ fn rows_of(paths: &[String]) -> Vec<Row> {
 fn columns_in_large_pages_are_chosen_and_keys_and_columns_in_usual_pages_are_not() {
     let s = Scratch::new("views-choose");
     let files = write_inputs(s.path());
-    let inputs: Vec<InputFile> = files.iter().cloned().map(Into::into).collect();
-    let plan = build_plan(&inputs).unwrap();
-    let big = plan.arrow_schema.index_of("big").unwrap();
-    for (keep, big_view) in [(vec![], true), (vec![big], false)] {
-        let mut plan = build_plan(&inputs).unwrap();
-        gencompact::views::choose(&mut plan, &keep, u64::MAX).unwrap();
-        let views: Vec<(String, bool)> =
-            plan.arrow_schema.fields().iter().map(|f| (f.name().clone(), f.data_type() == &DataType::Utf8View)).collect();
+    let choose = |plan: &mut gencompact::plan::Plan, keep: &[usize]| gencompact::views::choose(plan, keep, u64::MAX);
+    let choices = choices(&files, "big", choose, |dt| dt == &DataType::Utf8View);
+    for ((_, views), big_view) in choices.into_iter().zip([true, false]) {
         assert_eq!(views, vec![("n".into(), false), ("big".into(), big_view), ("small".into(), false)]);
     }
 }

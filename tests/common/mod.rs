@@ -119,3 +119,22 @@ pub fn entries(dir: &Path) -> Vec<String> {
         Err(_) => Vec::new(),
     }
 }
+
+/// How a column-decoding choice (`dictionary::choose`, `views::choose`) marks the top-level
+/// columns of `files`' plan: the plan chosen and, per column, (name, whether `marked`
+/// recognises its type); first with no column kept plain, then with `key` kept plain as a key.
+pub fn choices(
+    files: &[String],
+    key: &str,
+    choose: impl Fn(&mut gencompact::plan::Plan, &[usize]) -> gencompact::Result<()>,
+    marked: impl Fn(&DataType) -> bool,
+) -> [(gencompact::plan::Plan, Vec<(String, bool)>); 2] {
+    let inputs: Vec<gencompact::iceberg::input::InputFile> = files.iter().cloned().map(Into::into).collect();
+    let key = gencompact::plan::build_plan(&inputs).unwrap().arrow_schema.index_of(key).unwrap();
+    [vec![], vec![key]].map(|keep| {
+        let mut plan = gencompact::plan::build_plan(&inputs).unwrap();
+        choose(&mut plan, &keep).unwrap();
+        let marks = plan.arrow_schema.fields().iter().map(|f| (f.name().clone(), marked(f.data_type()))).collect();
+        (plan, marks)
+    })
+}
