@@ -12,10 +12,13 @@
 //! decoder, dictionary included, when it moves to the second, as it does between row groups.
 //! The rows and values decoded are the same.
 //!
-//! Memory: per column, the pages parquet-rs's page reader holds; one page read ahead of the
-//! split while the first chunk ends.
+//! Chunks whose large plain pages are better decompressed as a stream are read by `streamed`.
+//!
+//! Memory: per column, the pages its page reader holds (`streamed`, or parquet-rs's); one page
+//! read ahead of the split while the first chunk ends.
 
 use crate::guard::GuardedInput;
+use crate::streamed::metadata_of;
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::Result as ParquetResult;
@@ -31,16 +34,24 @@ pub struct RowGroup {
     index: usize,
     /// Chunks split at a fallback so far.
     splits: Arc<AtomicUsize>,
+    /// What its streamed page readers did (`streamed`).
+    streamed: Arc<crate::streamed::Counts>,
 }
 
 impl RowGroup {
     pub fn new(file: GuardedInput, metadata: Arc<ParquetMetaData>, index: usize) -> Self {
-        RowGroup { file: Arc::new(file), metadata, index, splits: Arc::default() }
+        RowGroup { file: Arc::new(file), metadata, index, splits: Arc::default(), streamed: Arc::default() }
     }
 
     /// How many of its column chunks were split at a fallback to plain pages so far.
     pub fn splits(&self) -> usize {
         self.splits.load(Ordering::Relaxed)
+    }
+
+    /// How many large pages were streamed in slices so far, and how many of them were
+    /// dictionaries read as the plain values of the pages using them in order (`streamed`).
+    pub fn streamed(&self) -> (usize, usize) {
+        (self.streamed.pages.load(Ordering::Relaxed), self.streamed.dictionaries.load(Ordering::Relaxed))
     }
 
     fn meta(&self) -> &RowGroupMetaData {
@@ -57,11 +68,15 @@ impl parquet::arrow::arrow_reader::RowGroups for RowGroup {
         let rg = self.meta();
         let column = rg.column(i);
         let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-        let pages = SerializedPageReader::new(self.file.clone(), column, rows, None)?;
+        let pages: Box<dyn PageReader> = if crate::streamed::streams(&self.file, column) {
+            crate::streamed::reader(self.file.clone(), column, rows, self.streamed.clone())?
+        } else {
+            Box::new(SerializedPageReader::new(self.file.clone(), column, rows, None)?)
+        };
         let flat = column.column_descr().max_rep_level() == 0;
         let readers: Vec<Box<dyn PageReader>> = if flat && column.dictionary_page_offset().is_some() {
             let shared = Arc::new(Mutex::new(Shared {
-                pages: Box::new(pages),
+                pages,
                 stash: None,
                 dictionary_seen: false,
                 split: false,
@@ -70,7 +85,7 @@ impl parquet::arrow::arrow_reader::RowGroups for RowGroup {
             }));
             vec![Box::new(Part { shared: shared.clone(), first: true }), Box::new(Part { shared, first: false })]
         } else {
-            vec![Box::new(pages)]
+            vec![pages]
         };
         Ok(Box::new(Readers(readers.into_iter())))
     }
@@ -181,16 +196,6 @@ impl PageReader for Part {
             return Ok(());
         }
         s.pages.skip_next_page()
-    }
-}
-
-fn metadata_of(page: &Page) -> PageMetadata {
-    match page {
-        Page::DataPageV2 { num_rows, num_values, .. } => {
-            PageMetadata { num_rows: Some(*num_rows as usize), num_levels: Some(*num_values as usize), is_dict: false }
-        }
-        Page::DataPage { num_values, .. } => PageMetadata { num_rows: None, num_levels: Some(*num_values as usize), is_dict: false },
-        Page::DictionaryPage { .. } => PageMetadata { num_rows: None, num_levels: None, is_dict: true },
     }
 }
 

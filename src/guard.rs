@@ -56,6 +56,9 @@ pub struct GuardedInput {
     chunks: Arc<std::sync::OnceLock<Vec<(u64, u64, u64)>>>,
     /// With `account_pages`: the pages its readers hold, accounted (shared by its clones).
     pages: Option<Arc<PageAccount>>,
+    /// The column chunks whose pages `streamed` decompresses (by start), each with the
+    /// uncompressed bytes its latest page header declares.
+    streamed: Arc<std::sync::Mutex<HashMap<u64, u64>>>,
 }
 
 impl GuardedInput {
@@ -70,6 +73,7 @@ impl GuardedInput {
             bodies: Default::default(),
             chunks: Default::default(),
             pages: None,
+            streamed: Default::default(),
         })
     }
 
@@ -91,6 +95,7 @@ impl GuardedInput {
             bodies: Default::default(),
             chunks: self.chunks.clone(),
             pages: self.pages.clone(),
+            streamed: self.streamed.clone(),
         })
     }
 
@@ -164,8 +169,16 @@ impl GuardedInput {
         if let Ok(mut bodies) = self.bodies.lock() {
             bodies.insert(start + consumed);
         }
-        if let (Some(account), Some(chunk)) = (&self.pages, self.chunk_at(start)) {
-            account.page(chunk, uncompressed + compressed, dictionary.then_some(uncompressed));
+        let chunk = self.chunk_at(start);
+        // A streamed chunk's pages are read compressed; `streamed` accounts what it decompresses.
+        let streamed =
+            chunk.is_some_and(|c| self.streamed.lock().map(|mut s| s.get_mut(&c).map(|d| *d = uncompressed).is_some()).unwrap_or(false));
+        if let (Some(account), Some(chunk)) = (&self.pages, chunk) {
+            if streamed {
+                account.page(chunk, compressed, None);
+            } else {
+                account.page(chunk, uncompressed + compressed, dictionary.then_some(uncompressed));
+            }
         }
         input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
     }
@@ -181,7 +194,8 @@ impl GuardedInput {
     /// `memory`: per column chunk its latest page (compressed and decompressed) and its decoded
     /// dictionary, by the sizes the page headers declare.
     pub fn account_pages(&mut self, memory: &Accountant) {
-        self.pages = Some(Arc::new(PageAccount { held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
+        self.pages =
+            Some(Arc::new(PageAccount { memory: memory.clone(), held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
     }
 
     /// The decoded dictionary of the column chunk starting at byte `chunk` is no longer held
@@ -189,6 +203,44 @@ impl GuardedInput {
     pub fn release_dictionary(&self, chunk: u64) {
         if let Some(account) = &self.pages {
             account.release_dictionary(chunk);
+        }
+    }
+
+    /// Whether page headers are checked and the column chunks known: `streamed` relies on both
+    /// (the sizes it decompresses to are the checked, declared ones).
+    pub fn checks_pages(&self) -> bool {
+        self.enabled && self.chunks.get().is_some()
+    }
+
+    /// The pages of the column chunk starting at byte `chunk` are read compressed and
+    /// decompressed by `streamed`, which accounts what it holds (`page_held`).
+    pub fn stream_chunk(&self, chunk: u64) {
+        if let Ok(mut s) = self.streamed.lock() {
+            s.insert(chunk, 0);
+        }
+    }
+
+    /// The uncompressed bytes the latest page header read in the streamed chunk `chunk` declares.
+    pub fn declared(&self, chunk: u64) -> Option<u64> {
+        self.streamed.lock().ok()?.get(&chunk).copied()
+    }
+
+    /// The column chunk starting at byte `chunk` now holds a decoded dictionary of `bytes`.
+    pub fn dictionary_held(&self, chunk: u64, bytes: usize) {
+        if let Some(account) = &self.pages {
+            account.update(chunk, |entry| entry.0 = bytes as u64);
+        }
+    }
+
+    /// The accountant of the call reading this input (`account_pages`).
+    pub fn memory(&self) -> Option<&Accountant> {
+        self.pages.as_ref().map(|p| &p.memory)
+    }
+
+    /// The latest page of the column chunk starting at byte `chunk` now holds `bytes`.
+    pub fn page_held(&self, chunk: u64, bytes: usize) {
+        if let Some(account) = &self.pages {
+            account.page(chunk, bytes as u64, None);
         }
     }
 
@@ -202,6 +254,7 @@ impl GuardedInput {
 
 /// Pages an input's column readers hold, by column chunk: (decoded dictionary, latest page).
 struct PageAccount {
+    memory: Accountant,
     held: std::sync::Mutex<(Reservation, ChunkPages)>,
 }
 

@@ -11,7 +11,9 @@
 //! into their pages (`views`): a batch of them holds its views and points into pages the reader
 //! holds anyway.
 //! Besides the batch, the reader holds one decompressed page and one dictionary per column,
-//! the dictionary only while the pages encoded with it are read (`chunks`).
+//! the dictionary only while the pages encoded with it are read (`chunks`); a large plain
+//! page of a string or binary column, or a large dictionary its pages use in order, only a
+//! slice at a time (`streamed`).
 //!
 //! Rows the table deleted (`iceberg::deletes`: position deletes, deletion vectors, equality
 //! deletes) are dropped here, so no later stage ever sees them: deleted positions (and later

@@ -1,0 +1,316 @@
+//! Snappy: a raw Snappy stream (the block format of Parquet's SNAPPY codec) decoded as a reader
+//! that keeps only a window of its output, so that a large page can be handed on in slices
+//! (`streamed`) without ever being whole in memory.
+//!
+//! The `snap` crate decodes raw Snappy only whole, into a buffer of the declared length. The
+//! format (Snappy's `format_description.txt`) is a length preamble and a sequence of literals
+//! and back-references; the compressors writers use (Snappy's own, and the `snap` and Go
+//! ports) compress independent 64 KiB blocks, so a back-reference reaches at most 64 KiB back.
+//! A stream that reaches further than the window kept is not an error: it is decoded again,
+//! whole, by `snap`, from its start, and handed on from where the reader had got to.
+//!
+//! Memory: the window (`WINDOW`) plus what the caller asked for but has not read yet (at
+//! most `READ_AHEAD`); the whole decoded stream only when it reaches further back.
+
+use crate::hybrid::varint;
+use bytes::Bytes;
+use std::io::{Error, ErrorKind, Read};
+
+/// Output kept for back-references: 16 × what Snappy's compressors reach back.
+const WINDOW: usize = 1 << 20;
+/// Output decoded ahead of a read at most (beyond the bytes it asked for).
+const READ_AHEAD: usize = 64 << 10;
+
+/// A raw Snappy stream, read as its decoded bytes.
+pub struct SnappyReader {
+    input: Bytes,
+    /// The next input byte.
+    at: usize,
+    /// The output kept: the window and what is not read yet.
+    out: Vec<u8>,
+    /// Bytes of `out` already read.
+    read: usize,
+    /// Output bytes dropped from the front of `out`.
+    dropped: usize,
+    /// The length the preamble declares.
+    declared: usize,
+    /// The stream decoded whole (a back-reference reached past the window), and how far it is read.
+    whole: Option<(Vec<u8>, usize)>,
+}
+
+/// How decoding one element went wrong.
+enum Stop {
+    /// A back-reference reaches past the window: decode whole.
+    Far,
+    Corrupt(String),
+}
+
+fn corrupt(what: impl Into<String>) -> Stop {
+    Stop::Corrupt(what.into())
+}
+
+impl SnappyReader {
+    pub fn new(input: Bytes) -> std::io::Result<Self> {
+        let mut at = 0;
+        let declared = varint(&input, &mut at).ok_or_else(|| Error::new(ErrorKind::InvalidData, "snappy: unreadable length"))?;
+        let declared = usize::try_from(declared).map_err(|_| Error::new(ErrorKind::InvalidData, "snappy: length too large"))?;
+        Ok(SnappyReader { input, at, out: Vec::new(), read: 0, dropped: 0, declared, whole: None })
+    }
+
+    /// The decoded length the stream declares.
+    pub fn declared(&self) -> usize {
+        self.declared
+    }
+
+    fn produced(&self) -> usize {
+        self.dropped + self.out.len()
+    }
+
+    fn done(&self) -> bool {
+        self.at >= self.input.len()
+    }
+
+    /// Decodes one literal or back-reference onto `out`.
+    fn step(&mut self) -> Result<(), Stop> {
+        let tag = self.byte()?;
+        match tag & 3 {
+            0 => {
+                let mut len = usize::from(tag >> 2);
+                if len >= 60 {
+                    let extra = len - 59;
+                    let bytes = self.take(extra)?;
+                    len = bytes.iter().rev().fold(0usize, |v, b| (v << 8) | usize::from(*b));
+                }
+                let len = len + 1;
+                self.room(len)?;
+                let start = self.at;
+                self.take(len)?;
+                self.out.extend_from_slice(&self.input[start..start + len]);
+                Ok(())
+            }
+            1 => {
+                let low = self.byte()?;
+                let len = 4 + usize::from((tag >> 2) & 7);
+                let offset = (usize::from(tag >> 5) << 8) | usize::from(low);
+                self.copy(offset, len)
+            }
+            2 => {
+                let b = self.take(2)?;
+                let offset = usize::from(u16::from_le_bytes([b[0], b[1]]));
+                self.copy(offset, 1 + usize::from(tag >> 2))
+            }
+            _ => {
+                let b = self.take(4)?;
+                let offset = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+                self.copy(offset, 1 + usize::from(tag >> 2))
+            }
+        }
+    }
+
+    fn byte(&mut self) -> Result<u8, Stop> {
+        let b = *self.input.get(self.at).ok_or_else(|| corrupt("snappy: stream ends inside an element"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], Stop> {
+        let end =
+            self.at.checked_add(n).filter(|e| *e <= self.input.len()).ok_or_else(|| corrupt("snappy: stream ends inside an element"))?;
+        let s = &self.input[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    fn room(&self, len: usize) -> Result<(), Stop> {
+        if self.produced() + len > self.declared {
+            return Err(corrupt(format!("snappy: decodes to more than the {} bytes declared", self.declared)));
+        }
+        Ok(())
+    }
+
+    fn copy(&mut self, offset: usize, len: usize) -> Result<(), Stop> {
+        self.room(len)?;
+        if offset == 0 || offset > self.produced() {
+            return Err(corrupt(format!("snappy: back-reference {offset} bytes before byte {}", self.produced())));
+        }
+        if offset > self.out.len() {
+            return Err(Stop::Far);
+        }
+        let start = self.out.len() - offset;
+        if offset >= len {
+            self.out.extend_from_within(start..start + len);
+        } else {
+            // Overlapping: the reference repeats its last `offset` bytes.
+            let mut left = len;
+            while left > 0 {
+                let n = left.min(self.out.len() - start);
+                self.out.extend_from_within(start..start + n);
+                left -= n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops output that is read and out of the window, once there is enough of it.
+    fn compact(&mut self) {
+        let drop = self.read.min(self.out.len().saturating_sub(WINDOW));
+        if drop >= WINDOW {
+            self.out.drain(..drop);
+            self.read -= drop;
+            self.dropped += drop;
+        }
+    }
+
+    /// Decodes the stream again, whole, and goes on from the bytes already read.
+    fn decode_whole(&mut self) -> std::io::Result<()> {
+        let whole = snap::raw::Decoder::new().decompress_vec(&self.input).map_err(|e| Error::new(ErrorKind::InvalidData, e))?;
+        let position = self.dropped + self.read;
+        self.out = Vec::new();
+        self.whole = Some((whole, position));
+        Ok(())
+    }
+}
+
+impl Read for SnappyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some((whole, position)) = &mut self.whole {
+            let rest = whole.get(*position..).unwrap_or_default();
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            *position += n;
+            return Ok(n);
+        }
+        let want = buf.len().min(READ_AHEAD);
+        while self.out.len() - self.read < want && !self.done() {
+            match self.step() {
+                Ok(()) => {}
+                Err(Stop::Far) => {
+                    self.decode_whole()?;
+                    return self.read(buf);
+                }
+                Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
+            }
+        }
+        if self.done() && self.produced() != self.declared {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!("snappy: decodes to {} bytes, {} declared", self.produced(), self.declared),
+            ));
+        }
+        let n = (self.out.len() - self.read).min(buf.len());
+        buf[..n].copy_from_slice(&self.out[self.read..self.read + n]);
+        self.read += n;
+        self.compact();
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(mut r: impl Read, chunk: usize) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; chunk];
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Text that compresses with back-references near and far, unique per line.
+    fn text(len: usize) -> Vec<u8> {
+        let mut s = Vec::with_capacity(len);
+        let mut i = 0u64;
+        while s.len() < len {
+            s.extend_from_slice(format!("{{\"turn\":{i},\"role\":\"user\",\"text\":\"{}\"}},", "abc".repeat((i % 40) as usize)).as_bytes());
+            i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 40;
+        }
+        s.truncate(len);
+        s
+    }
+
+    #[test]
+    fn decodes_what_snap_encodes_in_any_read_size_and_drops_its_window() {
+        let data = text(5 << 20);
+        let compressed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        for chunk in [1, 7, 4096, 1 << 20] {
+            let mut r = SnappyReader::new(Bytes::from(compressed.clone())).unwrap();
+            assert_eq!(r.declared(), data.len());
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; chunk];
+            let mut most = 0;
+            loop {
+                let n = r.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+                most = most.max(r.out.capacity());
+            }
+            assert!(out == data, "read size {chunk}");
+            assert!(r.dropped > 0 && r.whole.is_none(), "the window slid and the stream never needed decoding whole");
+            assert!(most <= 3 * WINDOW + READ_AHEAD + chunk, "kept {most} bytes at read size {chunk}");
+        }
+    }
+
+    /// A stream whose back-reference reaches further than the window: the literal at the
+    /// start is repeated from `WINDOW + 4096` bytes later.
+    #[test]
+    fn a_reference_past_the_window_decodes_the_stream_whole_and_goes_on() {
+        let head = text(100);
+        let middle = vec![b'x'; 3 * WINDOW];
+        let mut data = head.clone();
+        data.extend_from_slice(&middle);
+        data.extend_from_slice(&head[..64]);
+        // Preamble, a literal of `head`, runs of 'x' by overlapping copies, then a far copy.
+        let mut s = Vec::new();
+        let mut n = data.len();
+        while n >= 0x80 {
+            s.push((n as u8 & 0x7f) | 0x80);
+            n >>= 7;
+        }
+        s.push(n as u8);
+        s.push(60 << 2);
+        s.push((head.len() - 1) as u8);
+        s.extend_from_slice(&head);
+        s.push(0); // a literal of one byte
+        s.push(b'x');
+        let mut left = middle.len() - 1;
+        while left > 0 {
+            let len = left.min(64);
+            s.push(((len - 1) as u8) << 2 | 2);
+            s.extend_from_slice(&1u16.to_le_bytes());
+            left -= len;
+        }
+        s.push((63u8 << 2) | 3);
+        s.extend_from_slice(&((3 * WINDOW + 100) as u32).to_le_bytes());
+        assert_eq!(snap::raw::Decoder::new().decompress_vec(&s).unwrap(), data, "the stream is valid Snappy");
+        let mut r = SnappyReader::new(Bytes::from(s)).unwrap();
+        let out = read_all(&mut r, 4096).unwrap();
+        assert!(out == data);
+        assert!(r.whole.is_some(), "the far reference made the reader decode whole");
+    }
+
+    #[test]
+    fn a_truncated_or_overlong_stream_is_an_error() {
+        let data = text(300_000);
+        let compressed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let cut = Bytes::from(compressed[..compressed.len() - 10].to_vec());
+        let e = read_all(SnappyReader::new(cut).unwrap(), 4096).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        let mut fixed = vec![5u8]; // the same elements, declaring 5 bytes
+        fixed.extend_from_slice(&compressed[varint_len(&compressed)..]);
+        let e = read_all(SnappyReader::new(Bytes::from(fixed)).unwrap(), 4096).unwrap_err();
+        assert!(e.to_string().contains("more than the 5 bytes declared"), "{e}");
+    }
+
+    fn varint_len(s: &[u8]) -> usize {
+        let mut at = 0;
+        varint(s, &mut at).unwrap();
+        at
+    }
+}

@@ -1,0 +1,465 @@
+//! Streamed: large plain pages of flat string and binary columns decompressed as a stream and
+//! handed to parquet-rs's column reader in slices, instead of whole.
+//!
+//! parquet-rs decompresses a page whole before it decodes a value of it. Writers put fat
+//! values in large pages: DuckDB a column chunk's values in one page (100 MB and more for a
+//! chunk of 2,000 conversation histories), pyarrow 1024 values in a page (its page size is
+//! checked every 1024 values), ~48 MB of 47 KB values. Decompressed whole, one such page
+//! takes most of the call's bound. Here the pages of such a chunk are read compressed (the
+//! chunk's codec is hidden from parquet-rs's page reader) and
+//! - a PLAIN data page declaring at least `LARGE_PAGE` bytes is decompressed as a stream
+//!   (Snappy by `snappy`, GZIP, ZSTD and BROTLI by their crates' stream decoders) and handed
+//!   on as V1 pages of about `SLICE` bytes of whole values each; its definition levels
+//!   (decoded first: in V1 they lead the page, in V2 they are not compressed) are written
+//!   again per slice, bit-packed (`hybrid`);
+//! - a large dictionary page whose dictionary-encoded pages use its values once each, in
+//!   order (indices 0, 1, 2, …: a dictionary grown by values unique to every row, as
+//!   pyarrow's is before it falls back to plain pages after 1024 values), is handed on the
+//!   same way, as the plain values of those pages: they are read ahead (their indices are
+//!   small) and checked, and if any index is out of order they are read as usual;
+//! - any other page (dictionary, dictionary-encoded, small) is decompressed whole, as
+//!   parquet-rs would, into the size its header declares.
+//!
+//! The rows and values decoded are the same; slices carry no statistics (the column reader
+//! does not use them). Chunks of other codecs (LZ4, LZ4_RAW), nested columns, and inputs whose
+//! page headers are not checked (`guard`) are read by parquet-rs's page reader as before.
+//!
+//! Memory: per streamed column, its compressed page, one slice (`SLICE` bytes and room for the
+//! levels of the rest of the page), the decoder's window (`DECODER`) and the page's levels (one
+//! byte each), accounted with the input's pages (`GuardedInput::page_held`); the pages read
+//! ahead after a dictionary, compressed, while they are checked.
+
+use crate::guard::GuardedInput;
+use crate::hybrid::{decode, decode_levels, encode_levels, max_levels_len};
+use crate::memory::Accountant;
+use crate::snappy::SnappyReader;
+use bytes::Bytes;
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
+use std::collections::VecDeque;
+use std::io::{BufReader, Cursor, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Pages declaring at least this many bytes uncompressed are streamed (as for `views`).
+pub const LARGE_PAGE: u64 = crate::views::LARGE_PAGE;
+/// The values a slice holds, at least (a value is never cut; one larger is a slice of its own).
+pub const SLICE: usize = 1 << 20;
+/// What a stream decoder holds besides: the window of ZSTD and BROTLI at writers' default
+/// levels (Snappy's is `snappy`'s 1 MiB, GZIP's 32 KiB), and the read buffer.
+const DECODER: usize = 4 << 20;
+/// The read buffer over a stream decoder.
+const BUFFER: usize = 64 << 10;
+/// Dictionary-encoded pages read ahead after a large dictionary page, at most.
+const AHEAD: usize = 64;
+
+/// What the streamed page readers of a row group did, for tests and reports.
+#[derive(Default)]
+pub struct Counts {
+    /// Large pages handed on in slices (dictionary pages read as plain included).
+    pub pages: AtomicUsize,
+    /// Dictionary pages handed on as the plain values of the pages using them in order.
+    pub dictionaries: AtomicUsize,
+}
+
+/// Whether the pages of `column` (a chunk of `file`) are read by `reader`.
+pub fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
+    let d = column.column_descr();
+    let codec = matches!(
+        column.compression(),
+        Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::GZIP(_) | Compression::ZSTD(_) | Compression::BROTLI(_)
+    );
+    codec
+        && d.physical_type() == PhysicalType::BYTE_ARRAY
+        && d.max_rep_level() == 0
+        && d.max_def_level() <= 1
+        && column.uncompressed_size() >= LARGE_PAGE as i64
+        && file.checks_pages()
+}
+
+/// The page reader of `column` when `streams` holds; `counts` counts what it streams.
+pub fn reader(file: Arc<GuardedInput>, column: &ColumnChunkMetaData, rows: usize, counts: Arc<Counts>) -> Result<Box<dyn PageReader>> {
+    let compressed = column.clone().into_builder().set_compression(Compression::UNCOMPRESSED).build()?;
+    let pages = SerializedPageReader::new(file.clone(), &compressed, rows, None)?;
+    let chunk = column.dictionary_page_offset().unwrap_or(column.data_page_offset()).max(0) as u64;
+    file.stream_chunk(chunk);
+    Ok(Box::new(Streamed {
+        pages: Box::new(pages),
+        ahead: VecDeque::new(),
+        file,
+        chunk,
+        codec: column.compression(),
+        optional: column.column_descr().max_def_level() > 0,
+        stash: None,
+        slicing: None,
+        counts,
+    }))
+}
+
+struct Streamed {
+    /// The chunk's pages, compressed.
+    pages: Box<dyn PageReader>,
+    /// Pages read ahead, compressed, with the bytes their headers declare uncompressed.
+    ahead: VecDeque<(Page, usize)>,
+    file: Arc<GuardedInput>,
+    chunk: u64,
+    codec: Compression,
+    /// The column has definition levels (at most 1: it is flat).
+    optional: bool,
+    /// The page `peek_next_page` produced.
+    stash: Option<Page>,
+    /// The large page being handed on.
+    slicing: Option<Slicing>,
+    counts: Arc<Counts>,
+}
+
+/// A large page's values, decompressed as they are read.
+type Values = BufReader<std::io::Take<Box<dyn Read + Send>>>;
+
+struct Slicing {
+    values: Values,
+    /// The page's definition levels (`None`: the column is required).
+    levels: Option<Vec<bool>>,
+    next: usize,
+    total: usize,
+}
+
+fn general(msg: impl Into<String>) -> ParquetError {
+    ParquetError::General(msg.into())
+}
+
+fn io(what: &str) -> impl Fn(std::io::Error) -> ParquetError + '_ {
+    move |e| general(format!("{what}: {e}"))
+}
+
+/// A stream decoder over a compressed page's bytes.
+fn decoder(codec: Compression, data: Bytes) -> Result<Box<dyn Read + Send>> {
+    Ok(match codec {
+        Compression::UNCOMPRESSED => Box::new(Cursor::new(data)),
+        Compression::SNAPPY => Box::new(SnappyReader::new(data).map_err(io("snappy page"))?),
+        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data))),
+        Compression::BROTLI(_) => Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER)),
+        Compression::ZSTD(_) => Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?),
+        other => return Err(general(format!("{other} pages are not streamed"))),
+    })
+}
+
+/// `declared` bytes decompressed from `data`, read as a stream.
+fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
+    Ok(BufReader::with_capacity(BUFFER, decoder(codec, data)?.take(declared as u64)))
+}
+
+/// `data` decompressed whole into the `declared` bytes, in a buffer of `memory`'s pool.
+fn whole(codec: Compression, data: Bytes, declared: usize, memory: Option<&Accountant>) -> Result<Bytes> {
+    if codec == Compression::UNCOMPRESSED {
+        return Ok(data);
+    }
+    let mut out = memory.map_or_else(|| Vec::with_capacity(declared), |m| m.buffer(declared));
+    out.resize(declared, 0);
+    if codec == Compression::SNAPPY {
+        let len = snap::raw::decompress_len(&data).map_err(|e| general(format!("snappy page: {e}")))?;
+        if len != declared {
+            return Err(general(format!("snappy page decodes to {len} bytes, its header declares {declared}")));
+        }
+        snap::raw::Decoder::new().decompress(&data, &mut out).map_err(|e| general(format!("snappy page: {e}")))?;
+    } else {
+        let mut input = decoder(codec, data)?;
+        input.read_exact(&mut out).map_err(io("page decompresses to fewer bytes than its header declares"))?;
+        if input.read(&mut [0u8; 1]).map_err(io("page"))? > 0 {
+            return Err(general(format!("page decompresses to more than the {declared} bytes its header declares")));
+        }
+    }
+    Ok(match memory {
+        Some(m) => m.pooled(out),
+        None => Bytes::from(out),
+    })
+}
+
+/// A V1 page's definition levels, read from the front of its stream: their length, then them.
+fn read_levels(values: &mut impl Read, n: usize) -> Result<Vec<bool>> {
+    let mut len = [0u8; 4];
+    values.read_exact(&mut len).map_err(io("page ends in its definition levels"))?;
+    let len = u32::from_le_bytes(len) as usize;
+    let mut data = Vec::new();
+    values.take(len as u64).read_to_end(&mut data).map_err(io("definition levels"))?;
+    if data.len() != len {
+        return Err(general("page ends in its definition levels"));
+    }
+    decode_levels(&data, n).map_err(general)
+}
+
+fn dictionary_encoded(page: &Page) -> bool {
+    !matches!(page, Page::DictionaryPage { .. }) && matches!(page.encoding(), Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY)
+}
+
+impl Streamed {
+    /// The next page of the chunk, compressed: read ahead, or read now.
+    fn read(&mut self) -> Result<Option<(Page, usize)>> {
+        if let Some(page) = self.ahead.pop_front() {
+            return Ok(Some(page));
+        }
+        let Some(page) = self.pages.get_next_page()? else {
+            return Ok(None);
+        };
+        let declared = self.file.declared(self.chunk).and_then(|d| usize::try_from(d).ok()).unwrap_or(0);
+        Ok(Some((page, declared)))
+    }
+
+    /// The next page of the chunk: a slice of the large page being handed on, or the next page read.
+    fn next_page(&mut self) -> Result<Option<Page>> {
+        if let Some(page) = self.stash.take() {
+            return Ok(Some(page));
+        }
+        if self.slicing.as_ref().is_some_and(|s| s.next < s.total) {
+            return self.slice().map(Some);
+        }
+        self.slicing = None;
+        let Some((page, declared)) = self.read()? else {
+            return Ok(None);
+        };
+        let large = declared as u64 >= LARGE_PAGE;
+        Ok(Some(match page {
+            Page::DictionaryPage { buf, num_values, encoding, is_sorted } => {
+                if large && matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                    if let Some((levels, total)) = self.used_in_order(num_values as usize)? {
+                        self.counts.dictionaries.fetch_add(1, Ordering::Relaxed);
+                        self.hold_stream(buf.len(), total);
+                        let values = stream(self.codec, buf, declared)?;
+                        return self.begin(total, self.optional.then_some(levels), values).map(Some);
+                    }
+                }
+                self.file.page_held(self.chunk, buf.len() + declared);
+                self.file.dictionary_held(self.chunk, declared);
+                Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory())?, num_values, encoding, is_sorted }
+            }
+            Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
+                if large && encoding == Encoding::PLAIN && (!self.optional || def_level_encoding == Encoding::RLE) {
+                    self.hold_stream(buf.len(), num_values as usize);
+                    let mut values = stream(self.codec, buf, declared)?;
+                    let levels = if self.optional { Some(read_levels(&mut values, num_values as usize)?) } else { None };
+                    return self.begin(num_values as usize, levels, values).map(Some);
+                }
+                self.file.page_held(self.chunk, buf.len() + declared);
+                let buf = whole(self.codec, buf, declared, self.file.memory())?;
+                Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics }
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                statistics,
+            } => {
+                let levels_len = (def_levels_byte_len + rep_levels_byte_len) as usize;
+                if levels_len > buf.len() || levels_len > declared {
+                    return Err(general("V2 page: its levels are longer than the page"));
+                }
+                let (levels, values) = (buf.slice(..levels_len), buf.slice(levels_len..));
+                let codec = if is_compressed { self.codec } else { Compression::UNCOMPRESSED };
+                if large && encoding == Encoding::PLAIN && rep_levels_byte_len == 0 {
+                    self.hold_stream(buf.len(), num_values as usize);
+                    let defined = if self.optional { Some(decode_levels(&levels, num_values as usize).map_err(general)?) } else { None };
+                    let values = stream(codec, values, declared - levels_len)?;
+                    return self.begin(num_values as usize, defined, values).map(Some);
+                }
+                self.file.page_held(self.chunk, buf.len() + declared);
+                let values = whole(codec, values, declared - levels_len, self.file.memory())?;
+                let mut joined = Vec::with_capacity(declared);
+                joined.extend_from_slice(&levels);
+                joined.extend_from_slice(&values);
+                Page::DataPageV2 {
+                    buf: Bytes::from(joined),
+                    num_values,
+                    encoding,
+                    num_nulls,
+                    num_rows,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    is_compressed: false,
+                    statistics,
+                }
+            }
+        }))
+    }
+
+    /// Reads ahead the dictionary-encoded pages after a dictionary page of `entries` values.
+    /// When every index they hold is the next one, from 0 on, their values are the
+    /// dictionary's, in order: returns their definition levels (all true for a required
+    /// column) and their count, and drops them. Otherwise they stay ahead, to be read as usual.
+    fn used_in_order(&mut self, entries: usize) -> Result<Option<(Vec<bool>, usize)>> {
+        let mut read = Vec::new();
+        let (mut levels, mut next, mut in_order) = (Vec::new(), 0usize, true);
+        while read.len() < AHEAD {
+            let Some((page, declared)) = self.read()? else { break };
+            let encoded = dictionary_encoded(&page);
+            read.push((page, declared));
+            if !encoded {
+                break;
+            }
+            let Some((page, declared)) = read.last() else { break };
+            let (defined, indices) = self.indices(page, *declared)?;
+            let present = defined.iter().filter(|d| **d).count();
+            let width = indices.first().copied().unwrap_or(0);
+            let checked = decode(indices.get(1..).unwrap_or_default(), width, present, |i| {
+                if i as usize == next && next < entries {
+                    next += 1;
+                    Ok(())
+                } else {
+                    Err(String::new())
+                }
+            });
+            if checked.is_err() {
+                in_order = false;
+                break;
+            }
+            levels.extend(defined);
+        }
+        in_order &= read.len() < AHEAD || read.last().is_some_and(|(p, _)| !dictionary_encoded(p));
+        if !in_order {
+            self.ahead.extend(read);
+            return Ok(None);
+        }
+        // The dictionary-encoded pages are done with; a page after them stays ahead.
+        self.ahead.extend(read.into_iter().filter(|(p, _)| !dictionary_encoded(p)));
+        self.file.dictionary_held(self.chunk, 0);
+        let total = levels.len();
+        Ok(Some((levels, total)))
+    }
+
+    /// A dictionary-encoded page's definition levels (all true for a required column) and
+    /// encoded indices (their bit width first).
+    fn indices(&self, page: &Page, declared: usize) -> Result<(Vec<bool>, Bytes)> {
+        let n = page.num_values() as usize;
+        match page {
+            Page::DataPage { buf, .. } => {
+                self.file.page_held(self.chunk, buf.len() + declared);
+                let data = whole(self.codec, buf.clone(), declared, None)?;
+                if !self.optional {
+                    return Ok((vec![true; n], data));
+                }
+                let mut cursor = Cursor::new(&data[..]);
+                let levels = read_levels(&mut cursor, n)?;
+                let at = cursor.position() as usize;
+                Ok((levels, data.slice(at..)))
+            }
+            Page::DataPageV2 { buf, def_levels_byte_len, rep_levels_byte_len, is_compressed, .. } => {
+                let levels_len = (def_levels_byte_len + rep_levels_byte_len) as usize;
+                if levels_len > buf.len() || levels_len > declared || *rep_levels_byte_len != 0 {
+                    return Err(general("V2 page: its levels are longer than the page"));
+                }
+                self.file.page_held(self.chunk, buf.len() + declared);
+                let codec = if *is_compressed { self.codec } else { Compression::UNCOMPRESSED };
+                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, None)?;
+                let levels = if self.optional { decode_levels(&buf[..levels_len], n).map_err(general)? } else { vec![true; n] };
+                Ok((levels, data))
+            }
+            Page::DictionaryPage { .. } => Err(general("a second dictionary page in a column chunk")),
+        }
+    }
+
+    /// Accounts a large page of `total` levels, `compressed` bytes, as streamed: before its
+    /// decoder and slices are allocated.
+    fn hold_stream(&mut self, compressed: usize, total: usize) {
+        self.file.page_held(self.chunk, compressed + DECODER + SLICE + max_levels_len(total) + total);
+    }
+
+    /// Begins handing on a large page of `total` levels (`levels`: its definition levels).
+    fn begin(&mut self, total: usize, levels: Option<Vec<bool>>, values: Values) -> Result<Page> {
+        self.counts.pages.fetch_add(1, Ordering::Relaxed);
+        self.slicing = Some(Slicing { values, levels, next: 0, total });
+        self.slice()
+    }
+
+    /// The next slice of the large page: its next levels, up to `SLICE` bytes of values.
+    fn slice(&mut self) -> Result<Page> {
+        let Some(s) = &mut self.slicing else {
+            return Err(general("no page being streamed"));
+        };
+        let first = s.next;
+        // Room before the values for the slice's levels and their length.
+        let prefix = if s.levels.is_some() { 4 + max_levels_len(s.total - first) } else { 0 };
+        let memory = self.file.memory();
+        let mut buf = memory.map_or_else(|| Vec::with_capacity(prefix + SLICE), |m| m.buffer(prefix + SLICE));
+        buf.resize(prefix, 0);
+        while s.next < s.total {
+            if s.levels.as_ref().is_none_or(|l| l[s.next]) {
+                if buf.len() - prefix >= SLICE {
+                    break;
+                }
+                let mut len = [0u8; 4];
+                s.values.read_exact(&mut len).map_err(io("page ends before its values"))?;
+                let n = u32::from_le_bytes(len) as usize;
+                buf.extend_from_slice(&len);
+                let at = buf.len();
+                buf.reserve_exact(n);
+                buf.resize(at + n, 0);
+                s.values.read_exact(&mut buf[at..]).map_err(io("page ends inside a value"))?;
+            }
+            s.next += 1;
+        }
+        let start = match &s.levels {
+            Some(levels) => {
+                let encoded = encode_levels(&levels[first..s.next]);
+                let start = prefix - 4 - encoded.len();
+                buf[start..start + 4].copy_from_slice(&(encoded.len() as u32).to_le_bytes());
+                buf[start + 4..prefix].copy_from_slice(&encoded);
+                start
+            }
+            None => 0,
+        };
+        let buf = match memory {
+            Some(m) => m.pooled(buf),
+            None => Bytes::from(buf),
+        };
+        Ok(Page::DataPage {
+            buf: buf.slice(start..),
+            num_values: (s.next - first) as u32,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        })
+    }
+}
+
+/// What `PageReader::peek_next_page` tells of `page`.
+pub fn metadata_of(page: &Page) -> PageMetadata {
+    match page {
+        Page::DataPageV2 { num_rows, num_values, .. } => {
+            PageMetadata { num_rows: Some(*num_rows as usize), num_levels: Some(*num_values as usize), is_dict: false }
+        }
+        Page::DataPage { num_values, .. } => PageMetadata { num_rows: None, num_levels: Some(*num_values as usize), is_dict: false },
+        Page::DictionaryPage { .. } => PageMetadata { num_rows: None, num_levels: None, is_dict: true },
+    }
+}
+
+impl Iterator for Streamed {
+    type Item = Result<Page>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_page().transpose()
+    }
+}
+
+impl PageReader for Streamed {
+    fn get_next_page(&mut self) -> Result<Option<Page>> {
+        self.next_page()
+    }
+
+    fn peek_next_page(&mut self) -> Result<Option<PageMetadata>> {
+        if self.stash.is_none() {
+            self.stash = self.next_page()?;
+        }
+        Ok(self.stash.as_ref().map(metadata_of))
+    }
+
+    fn skip_next_page(&mut self) -> Result<()> {
+        self.next_page().map(drop)
+    }
+}

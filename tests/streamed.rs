@@ -1,0 +1,218 @@
+//! Large plain pages of flat string and binary columns are decompressed as a stream and handed
+//! to the column reader in slices (`streamed`): the rows read are parquet-rs's own, for every
+//! codec streamed, V1 and V2 pages, optional and required columns, with and without a row
+//! selection, and the slicing path ran.
+
+mod common;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use common::*;
+use gencompact::chunks::RowGroup;
+use gencompact::guard::GuardedInput;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
+use parquet::arrow::{parquet_to_arrow_field_levels, ArrowWriter, ProjectionMask};
+use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use parquet::file::properties::{WriterProperties, WriterVersion};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const ROWS: usize = 700;
+
+/// A conversation history of its own per row: compressible text, ~9 KB (6 MB a page).
+fn history(row: usize) -> String {
+    let mut s = String::new();
+    let mut turn = 0;
+    while s.len() < 9_000 {
+        s.push_str(&format!("{{\"row\":{row},\"turn\":{turn},\"role\":\"user\",\"text\":\"{}\"}},", noise((row * 31 + turn) as u64, 40)));
+        turn += 1;
+    }
+    s
+}
+
+/// One row group: `n`, `text` (optional, every 9th row null, one page for the chunk), `blob`
+/// (required binary, one page), written with `codec` in `version`'s data pages.
+fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("n", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, true),
+        Field::new("blob", DataType::Binary, false),
+    ]));
+    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..ROWS as i64));
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..ROWS).map(|r| (r % 9 != 4).then(|| history(r)))));
+    let blobs: Vec<Vec<u8>> = (0..ROWS).map(|r| history(r + ROWS).into_bytes()).collect();
+    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values(blobs.iter()));
+    let batch = RecordBatch::try_new(schema.clone(), vec![n, text, blob]).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_writer_version(version)
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::PLAIN)
+        .set_data_page_size_limit(64 << 20)
+        .set_write_batch_size(ROWS)
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+        .build();
+    let path = dir.join(format!("{codec:?}-{version:?}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
+    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    path
+}
+
+type Row = (i64, Option<String>, Vec<u8>);
+
+fn rows(batches: impl Iterator<Item = RecordBatch>) -> Vec<Row> {
+    let mut out = Vec::new();
+    for b in batches {
+        let n = b.column(0).as_primitive::<arrow_array::types::Int64Type>();
+        let t = b.column(1).as_string::<i32>();
+        let blob = b.column(2).as_binary::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((n.value(i), t.is_valid(i).then(|| t.value(i).to_string()), blob.value(i).to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn large_plain_pages_stream_in_slices_and_decode_the_rows_parquet_rs_decodes() {
+    let dir = Scratch::new("streamed");
+    let codecs = [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::GZIP(GzipLevel::default()),
+        Compression::ZSTD(ZstdLevel::default()),
+        Compression::BROTLI(BrotliLevel::default()),
+    ];
+    let selections = [
+        None,
+        Some(RowSelection::from(vec![RowSelector::select(3), RowSelector::skip(400), RowSelector::select(250), RowSelector::skip(47)])),
+    ];
+    for codec in codecs {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let path = write(dir.path(), codec, version);
+            let open = || GuardedInput::new(File::open(&path).unwrap(), 96 << 20).unwrap();
+            let meta = ArrowReaderMetadata::load(&open(), ArrowReaderOptions::new()).unwrap();
+            let chunk = meta.metadata().row_group(0).column(1);
+            assert!(chunk.uncompressed_size() > 4 << 20, "{codec:?}: the text chunk is one large page");
+            let descr = meta.metadata().file_metadata().schema_descr_ptr();
+            for selection in &selections {
+                let mut expected =
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(&path).unwrap(), meta.clone()).with_batch_size(64);
+                if let Some(s) = selection.clone() {
+                    expected = expected.with_row_selection(s);
+                }
+                let expected = rows(expected.build().unwrap().map(|b| b.unwrap()));
+                let file = open();
+                file.check_metadata(&path, meta.metadata()).unwrap();
+                let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
+                let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+                let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection.clone()).unwrap();
+                let got = rows(reader.map(|b| b.unwrap()));
+                assert_eq!(got.len(), if selection.is_some() { 253 } else { ROWS }, "{codec:?} {version:?}");
+                assert!(got == expected, "{codec:?} {version:?}: rows differ from parquet-rs's own reader");
+                assert_eq!(row_group.streamed(), (2, 0), "{codec:?} {version:?}: both large pages were streamed");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_streamed_page_is_an_error_not_a_panic() {
+    let dir = Scratch::new("streamed-corrupt");
+    let path = write(dir.path(), Compression::SNAPPY, WriterVersion::PARQUET_1_0);
+    let meta = ArrowReaderMetadata::load(&File::open(&path).unwrap(), ArrowReaderOptions::new()).unwrap();
+    // Flip bytes in the middle of the text chunk's compressed values.
+    let chunk = meta.metadata().row_group(0).column(1);
+    let (start, len) = chunk.byte_range();
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in &mut bytes[(start + len / 2) as usize..(start + len / 2 + 64) as usize] {
+        *b = 0xff;
+    }
+    let bad = dir.path().join("bad.parquet");
+    std::fs::write(&bad, &bytes).unwrap();
+    let file = GuardedInput::new(File::open(&bad).unwrap(), 96 << 20).unwrap();
+    file.check_metadata(&bad, meta.metadata()).unwrap();
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
+    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).unwrap();
+    let outcome: Result<Vec<RecordBatch>, _> = reader.collect();
+    assert!(outcome.is_err(), "corrupt snappy data is reported");
+    assert!(row_group.streamed().0 >= 1, "the corrupt page was read by the streaming path");
+}
+
+/// `text` of `distinct` values, each ~9 KB, dictionary-encoded until the dictionary outgrows
+/// 5 MB, then plain (as pyarrow falls back): the dictionary page is large either way.
+fn write_fallback(dir: &Path, codec: Compression, distinct: usize) -> PathBuf {
+    let rows = 1500;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("n", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, true),
+        Field::new("blob", DataType::Binary, false),
+    ]));
+    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 9 != 4).then(|| history(r % distinct)))));
+    let blobs: Vec<Vec<u8>> = (0..rows).map(|r| history(r + rows).into_bytes()).collect();
+    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values(blobs.iter()));
+    let batch = RecordBatch::try_new(schema.clone(), vec![n, text, blob]).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_dictionary_page_size_limit(5 << 20)
+        .set_column_dictionary_enabled("blob".into(), false)
+        .set_column_dictionary_enabled("n".into(), false)
+        .set_data_page_size_limit(64 << 20)
+        .set_write_batch_size(600)
+        .build();
+    let path = dir.join(format!("fallback-{distinct}-{codec:?}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
+    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    path
+}
+
+/// Reads `path` with the streamed readers and with parquet-rs's own; returns the rows of both
+/// and what was streamed.
+fn both(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (usize, usize)) {
+    let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).unwrap();
+    let mut expected = ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(path).unwrap(), meta.clone()).with_batch_size(64);
+    if let Some(s) = selection.clone() {
+        expected = expected.with_row_selection(s);
+    }
+    let expected = rows(expected.build().unwrap().map(|b| b.unwrap()));
+    let file = GuardedInput::new(File::open(path).unwrap(), 96 << 20).unwrap();
+    file.check_metadata(path, meta.metadata()).unwrap();
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
+    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection).unwrap();
+    let got = rows(reader.map(|b| b.unwrap()));
+    (got, expected, row_group.streamed())
+}
+
+#[test]
+fn a_large_dictionary_used_in_order_is_read_as_plain_values_and_one_used_out_of_order_whole() {
+    let dir = Scratch::new("streamed-dictionary");
+    let selection = RowSelection::from(vec![RowSelector::skip(10), RowSelector::select(700), RowSelector::skip(790)]);
+    for codec in [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())] {
+        // Every row's own value: indices 0, 1, 2, … in order.
+        let path = write_fallback(dir.path(), codec, usize::MAX);
+        let meta = ArrowReaderMetadata::load(&File::open(&path).unwrap(), ArrowReaderOptions::new()).unwrap();
+        assert!(meta.metadata().row_group(0).column(1).dictionary_page_offset().is_some(), "text starts dictionary-encoded");
+        for s in [None, Some(selection.clone())] {
+            let (got, expected, streamed) = both(&path, s.clone());
+            assert_eq!(got.len(), if s.is_some() { 700 } else { 1500 });
+            assert!(got == expected, "{codec:?}: rows differ from parquet-rs's own reader");
+            assert_eq!(streamed, (3, 1), "{codec:?}: the dictionary, the plain page after it and the blob page were streamed");
+        }
+        // 500 values, repeated: indices go back to 0 after 499, so the dictionary (4.5 MB, no
+        // fallback) is read whole.
+        let path = write_fallback(dir.path(), codec, 500);
+        let (got, expected, streamed) = both(&path, None);
+        assert!(got == expected, "{codec:?}: rows differ from parquet-rs's own reader");
+        assert_eq!(streamed, (1, 0), "{codec:?}: the dictionary was read whole; the blob page streamed");
+    }
+}
