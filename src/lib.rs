@@ -50,6 +50,7 @@ pub mod sort;
 pub mod spill;
 pub mod streamed;
 pub mod testhooks;
+pub mod thrift;
 pub mod transaction;
 pub mod unify;
 pub mod verify;
