@@ -2,7 +2,7 @@
 //! in the same order whether the tuple was sorted in memory or spilled and merged in several
 //! passes, `sorting_columns` declared, and spill files removed on success and failure.
 
-mod common;
+use crate::common;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, TimestampMicrosecondType};
 use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray};

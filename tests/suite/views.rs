@@ -2,7 +2,7 @@
 //! (`views::choose`): which columns are chosen, and that the rows written from them are the
 //! input rows.
 
-mod common;
+use crate::common;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, Int32Array, RecordBatch, StringArray};
 use arrow_schema::DataType;

@@ -3,7 +3,7 @@
 //! codec streamed, V1 and V2 pages, optional and required columns, with and without a row
 //! selection, and the slicing path ran.
 
-mod common;
+use crate::common;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};

@@ -4,7 +4,7 @@
 //! once target_file_bytes is written" test. Before, the whole first batch went into the first
 //! file (its size was judged on the input's bytes, a poor guide here), which came out 13 KB.
 
-mod common;
+use crate::common;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema};

@@ -2,7 +2,7 @@
 //! are chosen, and that the rows written from them — sorted, spilled, partitioned — are the
 //! input rows, with row groups still cut on the values' expanded size.
 
-mod common;
+use crate::common;
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_schema::DataType;

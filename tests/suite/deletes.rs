@@ -2,7 +2,7 @@
 //! against pyiceberg, pyroaring and DuckDB). Expected rows are computed here from the rules
 //! (row `n` of file `f` is `f * 1000 + n`), not from gencompact's output.
 
-mod common;
+use crate::common;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema};
