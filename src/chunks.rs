@@ -54,6 +54,11 @@ impl RowGroup {
         (self.streamed.pages.load(Ordering::Relaxed), self.streamed.dictionaries.load(Ordering::Relaxed))
     }
 
+    /// How many pages of streamed chunks were decompressed whole so far (`streamed`).
+    pub fn decompressed_whole(&self) -> usize {
+        self.streamed.whole.load(Ordering::Relaxed)
+    }
+
     fn meta(&self) -> &RowGroupMetaData {
         self.metadata.row_group(self.index)
     }

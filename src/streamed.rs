@@ -63,6 +63,8 @@ pub struct Counts {
     pub pages: AtomicUsize,
     /// Dictionary pages handed on as the plain values of the pages using them in order.
     pub dictionaries: AtomicUsize,
+    /// Pages decompressed whole (dictionary, dictionary-encoded, small).
+    pub whole: AtomicUsize,
 }
 
 /// Whether the pages of `column` (a chunk of `file`) are read by `reader`.
@@ -152,24 +154,32 @@ fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
     Ok(BufReader::with_capacity(BUFFER, decoder(codec, data)?.take(declared as u64)))
 }
 
-/// `data` decompressed whole into the `declared` bytes, in a buffer of `memory`'s pool.
-fn whole(codec: Compression, data: Bytes, declared: usize, memory: Option<&Accountant>) -> Result<Bytes> {
-    if codec == Compression::UNCOMPRESSED {
+/// `prefix` followed by `data` decompressed whole into the `declared` bytes, in a buffer of
+/// `memory`'s pool (`prefix`: a V2 page's levels, which are not compressed).
+fn whole(codec: Compression, data: Bytes, declared: usize, memory: Option<&Accountant>, prefix: &[u8]) -> Result<Bytes> {
+    if codec == Compression::UNCOMPRESSED && prefix.is_empty() {
         return Ok(data);
     }
-    let mut out = memory.map_or_else(|| Vec::with_capacity(declared), |m| m.buffer(declared));
-    out.resize(declared, 0);
-    if codec == Compression::SNAPPY {
-        let len = snap::raw::decompress_len(&data).map_err(|e| general(format!("snappy page: {e}")))?;
-        if len != declared {
-            return Err(general(format!("snappy page decodes to {len} bytes, its header declares {declared}")));
+    let len = prefix.len() + declared;
+    let mut out = memory.map_or_else(|| Vec::with_capacity(len), |m| m.buffer(len));
+    out.extend_from_slice(prefix);
+    out.resize(len, 0);
+    let values = &mut out[prefix.len()..];
+    match codec {
+        Compression::UNCOMPRESSED if data.len() == declared => values.copy_from_slice(&data),
+        Compression::SNAPPY => {
+            let n = snap::raw::decompress_len(&data).map_err(|e| general(format!("snappy page: {e}")))?;
+            if n != declared {
+                return Err(general(format!("snappy page decodes to {n} bytes, its header declares {declared}")));
+            }
+            snap::raw::Decoder::new().decompress(&data, values).map_err(|e| general(format!("snappy page: {e}")))?;
         }
-        snap::raw::Decoder::new().decompress(&data, &mut out).map_err(|e| general(format!("snappy page: {e}")))?;
-    } else {
-        let mut input = decoder(codec, data)?;
-        input.read_exact(&mut out).map_err(io("page decompresses to fewer bytes than its header declares"))?;
-        if input.read(&mut [0u8; 1]).map_err(io("page"))? > 0 {
-            return Err(general(format!("page decompresses to more than the {declared} bytes its header declares")));
+        _ => {
+            let mut input = decoder(codec, data)?;
+            input.read_exact(values).map_err(io("page decompresses to fewer bytes than its header declares"))?;
+            if input.read(&mut [0u8; 1]).map_err(io("page"))? > 0 {
+                return Err(general(format!("page decompresses to more than the {declared} bytes its header declares")));
+            }
         }
     }
     Ok(match memory {
@@ -233,7 +243,8 @@ impl Streamed {
                 }
                 self.file.page_held(self.chunk, buf.len() + declared);
                 self.file.dictionary_held(self.chunk, declared);
-                Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory())?, num_values, encoding, is_sorted }
+                self.counts.whole.fetch_add(1, Ordering::Relaxed);
+                Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory(), &[])?, num_values, encoding, is_sorted }
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
                 if large && encoding == Encoding::PLAIN && (!self.optional || def_level_encoding == Encoding::RLE) {
@@ -243,7 +254,8 @@ impl Streamed {
                     return self.begin(num_values as usize, levels, values).map(Some);
                 }
                 self.file.page_held(self.chunk, buf.len() + declared);
-                let buf = whole(self.codec, buf, declared, self.file.memory())?;
+                self.counts.whole.fetch_add(1, Ordering::Relaxed);
+                let buf = whole(self.codec, buf, declared, self.file.memory(), &[])?;
                 Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics }
             }
             Page::DataPageV2 {
@@ -270,12 +282,11 @@ impl Streamed {
                     return self.begin(num_values as usize, defined, values).map(Some);
                 }
                 self.file.page_held(self.chunk, buf.len() + declared);
-                let values = whole(codec, values, declared - levels_len, self.file.memory())?;
-                let mut joined = Vec::with_capacity(declared);
-                joined.extend_from_slice(&levels);
-                joined.extend_from_slice(&values);
+                self.counts.whole.fetch_add(1, Ordering::Relaxed);
+                // Levels and values in one buffer, as the column reader takes a V2 page.
+                let buf = if is_compressed { whole(codec, values, declared - levels_len, self.file.memory(), &levels)? } else { buf };
                 Page::DataPageV2 {
-                    buf: Bytes::from(joined),
+                    buf,
                     num_values,
                     encoding,
                     num_nulls,
@@ -340,7 +351,7 @@ impl Streamed {
         match page {
             Page::DataPage { buf, .. } => {
                 self.file.page_held(self.chunk, buf.len() + declared);
-                let data = whole(self.codec, buf.clone(), declared, None)?;
+                let data = whole(self.codec, buf.clone(), declared, None, &[])?;
                 if !self.optional {
                     return Ok((vec![true; n], data));
                 }
@@ -356,7 +367,7 @@ impl Streamed {
                 }
                 self.file.page_held(self.chunk, buf.len() + declared);
                 let codec = if *is_compressed { self.codec } else { Compression::UNCOMPRESSED };
-                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, None)?;
+                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, None, &[])?;
                 let levels = if self.optional { decode_levels(&buf[..levels_len], n).map_err(general)? } else { vec![true; n] };
                 Ok((levels, data))
             }

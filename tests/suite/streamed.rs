@@ -36,6 +36,11 @@ fn history(row: usize) -> String {
 /// One row group: `n`, `text` (optional, every 9th row null, one page for the chunk), `blob`
 /// (required binary, one page), written with `codec` in `version`'s data pages.
 fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
+    write_paged(dir, codec, version, 64 << 20)
+}
+
+/// As `write`, with data pages of at most `page` bytes.
+fn write_paged(dir: &Path, codec: Compression, version: WriterVersion, page: usize) -> PathBuf {
     let schema = Arc::new(Schema::new(vec![
         Field::new("n", DataType::Int64, false),
         Field::new("text", DataType::Utf8, true),
@@ -51,11 +56,11 @@ fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
         .set_writer_version(version)
         .set_dictionary_enabled(false)
         .set_encoding(parquet::basic::Encoding::PLAIN)
-        .set_data_page_size_limit(64 << 20)
-        .set_write_batch_size(ROWS)
+        .set_data_page_size_limit(page)
+        .set_write_batch_size(if page >= 64 << 20 { ROWS } else { 16 })
         .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
         .build();
-    let path = dir.join(format!("{codec:?}-{version:?}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
+    let path = dir.join(format!("{codec:?}-{version:?}-{page}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
     let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
@@ -177,6 +182,12 @@ fn write_fallback(dir: &Path, codec: Compression, distinct: usize) -> PathBuf {
 /// Reads `path` with the streamed readers and with parquet-rs's own; returns the rows of both
 /// and what was streamed.
 fn both(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (usize, usize)) {
+    let (got, expected, streamed, _) = both_counted(path, selection);
+    (got, expected, streamed)
+}
+
+/// `both`, and how many pages the streamed readers decompressed whole.
+fn both_counted(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (usize, usize), usize) {
     let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).unwrap();
     let mut expected = ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(path).unwrap(), meta.clone()).with_batch_size(64);
     if let Some(s) = selection.clone() {
@@ -190,7 +201,7 @@ fn both(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (u
     let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
     let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection).unwrap();
     let got = rows(reader.map(|b| b.unwrap()));
-    (got, expected, row_group.streamed())
+    (got, expected, row_group.streamed(), row_group.decompressed_whole())
 }
 
 #[test]
@@ -214,5 +225,24 @@ fn a_large_dictionary_used_in_order_is_read_as_plain_values_and_one_used_out_of_
         let (got, expected, streamed) = both(&path, None);
         assert!(got == expected, "{codec:?}: rows differ from parquet-rs's own reader");
         assert_eq!(streamed, (1, 0), "{codec:?}: the dictionary was read whole; the blob page streamed");
+    }
+}
+
+#[test]
+fn small_pages_of_a_streamed_chunk_are_decompressed_whole_levels_and_all() {
+    let dir = Scratch::new("streamed-small");
+    let selection = RowSelection::from(vec![RowSelector::select(100), RowSelector::skip(500), RowSelector::select(100)]);
+    for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())] {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            // 256 KiB pages: the chunks are large (so read by the streamed reader), the pages not.
+            let path = write_paged(dir.path(), codec, version, 256 << 10);
+            for s in [None, Some(selection.clone())] {
+                let (got, expected, streamed, whole) = both_counted(&path, s.clone());
+                assert_eq!(got.len(), if s.is_some() { 200 } else { ROWS }, "{codec:?} {version:?}");
+                assert!(got == expected, "{codec:?} {version:?}: rows differ from parquet-rs's own reader");
+                assert_eq!(streamed, (0, 0), "{codec:?} {version:?}: no page is large");
+                assert!(whole >= 20, "{codec:?} {version:?}: the small pages were decompressed whole by the streamed reader ({whole})");
+            }
+        }
     }
 }
