@@ -55,6 +55,9 @@ const DECODER: usize = 4 << 20;
 const BUFFER: usize = 64 << 10;
 /// Dictionary-encoded pages read ahead after a large dictionary page, at most.
 const AHEAD: usize = 64;
+/// Levels a streamed page may hold (one byte each while it is handed on): a page declaring more
+/// (a header's claim, before anything backs it) is decompressed whole, as parquet-rs would.
+const MAX_LEVELS: usize = 16 << 20;
 
 /// What the streamed page readers of a row group did, for tests and reports.
 #[derive(Default)]
@@ -247,7 +250,11 @@ impl Streamed {
                 Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory(), &[])?, num_values, encoding, is_sorted }
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
-                if large && encoding == Encoding::PLAIN && (!self.optional || def_level_encoding == Encoding::RLE) {
+                if large
+                    && num_values as usize <= MAX_LEVELS
+                    && encoding == Encoding::PLAIN
+                    && (!self.optional || def_level_encoding == Encoding::RLE)
+                {
                     self.hold_stream(buf.len(), num_values as usize);
                     let mut values = stream(self.codec, buf, declared)?;
                     let levels = if self.optional { Some(read_levels(&mut values, num_values as usize)?) } else { None };
@@ -275,7 +282,7 @@ impl Streamed {
                 }
                 let (levels, values) = (buf.slice(..levels_len), buf.slice(levels_len..));
                 let codec = if is_compressed { self.codec } else { Compression::UNCOMPRESSED };
-                if large && encoding == Encoding::PLAIN && rep_levels_byte_len == 0 {
+                if large && num_values as usize <= MAX_LEVELS && encoding == Encoding::PLAIN && rep_levels_byte_len == 0 {
                     self.hold_stream(buf.len(), num_values as usize);
                     let defined = if self.optional { Some(decode_levels(&levels, num_values as usize).map_err(general)?) } else { None };
                     let values = stream(codec, values, declared - levels_len)?;
@@ -310,8 +317,13 @@ impl Streamed {
         while read.len() < AHEAD {
             let Some((page, declared)) = self.read()? else { break };
             let encoded = dictionary_encoded(&page);
+            let too_many = levels.len().saturating_add(page.num_values() as usize) > MAX_LEVELS;
             read.push((page, declared));
             if !encoded {
+                break;
+            }
+            if too_many {
+                in_order = false;
                 break;
             }
             let Some((page, declared)) = read.last() else { break };
@@ -407,6 +419,11 @@ impl Streamed {
                 let mut len = [0u8; 4];
                 s.values.read_exact(&mut len).map_err(io("page ends before its values"))?;
                 let n = u32::from_le_bytes(len) as usize;
+                // A corrupt length must not size a buffer: at most the bytes the page has left.
+                let left = s.values.get_ref().limit() as usize + s.values.buffer().len();
+                if n > left {
+                    return Err(general(format!("page declares a value of {n} bytes, {left} bytes before its end")));
+                }
                 buf.extend_from_slice(&len);
                 let at = buf.len();
                 buf.reserve_exact(n);

@@ -33,6 +33,15 @@ fn history(row: usize) -> String {
     s
 }
 
+/// `n`, `text` (optional), `blob` (required binary).
+fn three_columns() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("n", DataType::Int64, false),
+        Field::new("text", DataType::Utf8, true),
+        Field::new("blob", DataType::Binary, false),
+    ]))
+}
+
 /// One row group: `n`, `text` (optional, every 9th row null, one page for the chunk), `blob`
 /// (required binary, one page), written with `codec` in `version`'s data pages.
 fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
@@ -41,11 +50,7 @@ fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
 
 /// As `write`, with data pages of at most `page` bytes.
 fn write_paged(dir: &Path, codec: Compression, version: WriterVersion, page: usize) -> PathBuf {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("n", DataType::Int64, false),
-        Field::new("text", DataType::Utf8, true),
-        Field::new("blob", DataType::Binary, false),
-    ]));
+    let schema = three_columns();
     let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..ROWS as i64));
     let text: ArrayRef = Arc::new(StringArray::from_iter((0..ROWS).map(|r| (r % 9 != 4).then(|| history(r)))));
     let blobs: Vec<Vec<u8>> = (0..ROWS).map(|r| history(r + ROWS).into_bytes()).collect();
@@ -99,27 +104,14 @@ fn large_plain_pages_stream_in_slices_and_decode_the_rows_parquet_rs_decodes() {
     for codec in codecs {
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             let path = write(dir.path(), codec, version);
-            let open = || GuardedInput::new(File::open(&path).unwrap(), 96 << 20).unwrap();
-            let meta = ArrowReaderMetadata::load(&open(), ArrowReaderOptions::new()).unwrap();
+            let meta = ArrowReaderMetadata::load(&File::open(&path).unwrap(), ArrowReaderOptions::new()).unwrap();
             let chunk = meta.metadata().row_group(0).column(1);
             assert!(chunk.uncompressed_size() > 4 << 20, "{codec:?}: the text chunk is one large page");
-            let descr = meta.metadata().file_metadata().schema_descr_ptr();
             for selection in &selections {
-                let mut expected =
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(&path).unwrap(), meta.clone()).with_batch_size(64);
-                if let Some(s) = selection.clone() {
-                    expected = expected.with_row_selection(s);
-                }
-                let expected = rows(expected.build().unwrap().map(|b| b.unwrap()));
-                let file = open();
-                file.check_metadata(&path, meta.metadata()).unwrap();
-                let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
-                let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
-                let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection.clone()).unwrap();
-                let got = rows(reader.map(|b| b.unwrap()));
+                let (got, expected, streamed) = both(&path, selection.clone());
                 assert_eq!(got.len(), if selection.is_some() { 253 } else { ROWS }, "{codec:?} {version:?}");
                 assert!(got == expected, "{codec:?} {version:?}: rows differ from parquet-rs's own reader");
-                assert_eq!(row_group.streamed(), (2, 0), "{codec:?} {version:?}: both large pages were streamed");
+                assert_eq!(streamed, (2, 0), "{codec:?} {version:?}: both large pages were streamed");
             }
         }
     }
@@ -154,11 +146,7 @@ fn a_corrupt_streamed_page_is_an_error_not_a_panic() {
 /// 5 MB, then plain (as pyarrow falls back): the dictionary page is large either way.
 fn write_fallback(dir: &Path, codec: Compression, distinct: usize) -> PathBuf {
     let rows = 1500;
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("n", DataType::Int64, false),
-        Field::new("text", DataType::Utf8, true),
-        Field::new("blob", DataType::Binary, false),
-    ]));
+    let schema = three_columns();
     let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
     let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 9 != 4).then(|| history(r % distinct)))));
     let blobs: Vec<Vec<u8>> = (0..rows).map(|r| history(r + rows).into_bytes()).collect();
@@ -245,4 +233,26 @@ fn small_pages_of_a_streamed_chunk_are_decompressed_whole_levels_and_all() {
             }
         }
     }
+}
+
+#[test]
+fn a_value_length_past_the_page_end_is_an_error_before_anything_is_sized_for_it() {
+    let dir = Scratch::new("streamed-length");
+    let path = write(dir.path(), Compression::UNCOMPRESSED, WriterVersion::PARQUET_1_0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The blob column's first value, plain and uncompressed: its 4-byte length comes before it.
+    let first = format!("{{\"row\":{ROWS},\"turn\":0,");
+    let at = bytes.windows(first.len()).position(|w| w == first.as_bytes()).unwrap();
+    bytes[at - 4..at].copy_from_slice(&0xFFFF_FF00u32.to_le_bytes());
+    let bad = dir.path().join("bad-length.parquet");
+    std::fs::write(&bad, &bytes).unwrap();
+    let meta = ArrowReaderMetadata::load(&File::open(&bad).unwrap(), ArrowReaderOptions::new()).unwrap();
+    let file = GuardedInput::new(File::open(&bad).unwrap(), 96 << 20).unwrap();
+    file.check_metadata(&bad, meta.metadata()).unwrap();
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
+    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).unwrap();
+    let err = reader.collect::<Result<Vec<RecordBatch>, _>>().unwrap_err();
+    assert!(err.to_string().contains("declares a value of 4294967040 bytes"), "{err}");
 }
