@@ -256,3 +256,61 @@ fn a_value_length_past_the_page_end_is_an_error_before_anything_is_sized_for_it(
     let err = reader.collect::<Result<Vec<RecordBatch>, _>>().unwrap_err();
     assert!(err.to_string().contains("declares a value of 4294967040 bytes"), "{err}");
 }
+
+/// Reads every row of `path` through the streamed readers; whether that fails does not matter.
+fn read_through(path: &Path) -> Result<usize, String> {
+    let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).map_err(|e| e.to_string())?;
+    let file = GuardedInput::new(File::open(path).unwrap(), 96 << 20).unwrap();
+    file.check_metadata(path, meta.metadata()).map_err(|e| e.to_string())?;
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).map_err(|e| e.to_string())?;
+    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).map_err(|e| e.to_string())?;
+    let mut n = 0;
+    for b in reader {
+        n += b.map_err(|e| e.to_string())?.num_rows();
+    }
+    Ok(n)
+}
+
+#[test]
+fn bytes_flipped_in_streamed_chunks_give_errors_or_rows_never_a_panic() {
+    let dir = Scratch::new("streamed-flips");
+    let inputs = [
+        write(dir.path(), Compression::SNAPPY, WriterVersion::PARQUET_1_0),
+        write(dir.path(), Compression::ZSTD(ZstdLevel::default()), WriterVersion::PARQUET_2_0),
+        write(dir.path(), Compression::GZIP(GzipLevel::default()), WriterVersion::PARQUET_1_0),
+        write_fallback(dir.path(), Compression::SNAPPY, usize::MAX),
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut failed, mut read) = (0, 0);
+    for input in &inputs {
+        let clean = std::fs::read(input).unwrap();
+        let meta = ArrowReaderMetadata::load(&File::open(input).unwrap(), ArrowReaderOptions::new()).unwrap();
+        let (start, len) = meta.metadata().row_group(0).column(1).byte_range();
+        for i in 0..40 {
+            let mut bytes = clean.clone();
+            // The first 40 KB of the chunk hold its page headers, levels and first values.
+            let span = len.min(40_000);
+            for _ in 0..1 + next() % 6 {
+                let at = (start + next() % span) as usize;
+                bytes[at] ^= 1 << (next() % 8);
+            }
+            let path = dir.path().join(format!("flipped-{i}.parquet"));
+            std::fs::write(&path, &bytes).unwrap();
+            match std::panic::catch_unwind(|| read_through(&path)) {
+                Ok(Ok(_)) => read += 1,
+                Ok(Err(_)) => failed += 1,
+                Err(_) => panic!("{}: reading with bytes flipped (case {i}) panicked", input.display()),
+            }
+        }
+    }
+    assert_eq!(failed + read, 160);
+    assert!(failed > 0, "some flips were caught as errors ({failed} errors, {read} read)");
+}
