@@ -191,7 +191,8 @@ impl GuardedInput {
 
     /// From now on, the pages read through this input (and its clones) are accounted with
     /// `memory`: per column chunk its latest page (compressed and decompressed) and its decoded
-    /// dictionary, by the sizes the page headers declare.
+    /// dictionary, by the sizes the page headers declare — for a chunk read by `streamed`
+    /// (`stream_chunk`) the compressed page, and what `streamed` says it holds besides.
     pub fn account_pages(&mut self, memory: &Accountant) {
         self.pages =
             Some(Arc::new(PageAccount { memory: memory.clone(), held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
