@@ -3,9 +3,10 @@
 // prebuilt cross toolchain (`napi build --use-napi-cross`), without the `test-hooks` feature, into
 // its own target directory (target/cross, so it does not invalidate the host build's artifacts),
 // then copies it into its platform package (npm/linux-x64-gnu/ or npm/linux-arm64-gnu/).
-//   node scripts/build-cross.js [--target x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu] [--profile release|dist]
-// CI (`npm test`) builds x86_64 with `release` (no LTO: minutes less); the release workflow both
-// with `dist`. Needs a Linux x64 host (the toolchains are x64 binaries) and, for aarch64, rustup's
+//   node scripts/build-cross.js [--target x86_64-unknown-linux-gnu|aarch64-unknown-linux-gnu] [--profile release|glibc-check|dist]
+// CI (`npm test`) builds x86_64 with `glibc-check` (not optimised: what it proves is the link
+// against glibc 2.17 and that the binary loads and runs a few small calls; 84 s cold here against
+// 3-6 min with `release`); the release workflow builds both with `dist`. Needs a Linux x64 host (the toolchains are x64 binaries) and, for aarch64, rustup's
 // aarch64-unknown-linux-gnu std (not on this project's machines: the workflow builds that one).
 //
 // The toolchain is napi-rs's glibc 2.17 gcc, shipped on the npm registry as
