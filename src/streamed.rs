@@ -244,9 +244,8 @@ impl Streamed {
                         return self.begin(total, self.optional.then_some(levels), values).map(Some);
                     }
                 }
-                self.file.page_held(self.chunk, buf.len() + declared);
+                self.hold_whole(buf.len(), declared);
                 self.file.dictionary_held(self.chunk, declared);
-                self.counts.whole.fetch_add(1, Ordering::Relaxed);
                 Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory(), &[])?, num_values, encoding, is_sorted }
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
@@ -260,8 +259,7 @@ impl Streamed {
                     let levels = if self.optional { Some(read_levels(&mut values, num_values as usize)?) } else { None };
                     return self.begin(num_values as usize, levels, values).map(Some);
                 }
-                self.file.page_held(self.chunk, buf.len() + declared);
-                self.counts.whole.fetch_add(1, Ordering::Relaxed);
+                self.hold_whole(buf.len(), declared);
                 let buf = whole(self.codec, buf, declared, self.file.memory(), &[])?;
                 Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics }
             }
@@ -288,8 +286,7 @@ impl Streamed {
                     let values = stream(codec, values, declared - levels_len)?;
                     return self.begin(num_values as usize, defined, values).map(Some);
                 }
-                self.file.page_held(self.chunk, buf.len() + declared);
-                self.counts.whole.fetch_add(1, Ordering::Relaxed);
+                self.hold_whole(buf.len(), declared);
                 // Levels and values in one buffer, as the column reader takes a V2 page.
                 let buf = if is_compressed { whole(codec, values, declared - levels_len, self.file.memory(), &levels)? } else { buf };
                 Page::DataPageV2 {
@@ -385,6 +382,13 @@ impl Streamed {
             }
             Page::DictionaryPage { .. } => Err(general("a second dictionary page in a column chunk")),
         }
+    }
+
+    /// Accounts a page of `compressed` bytes decompressed whole into `declared` (before that
+    /// buffer is allocated), and counts it.
+    fn hold_whole(&self, compressed: usize, declared: usize) {
+        self.file.page_held(self.chunk, compressed + declared);
+        self.counts.whole.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Accounts a large page of `total` levels, `compressed` bytes, as streamed: before its

@@ -50,12 +50,7 @@ fn write(dir: &Path, codec: Compression, version: WriterVersion) -> PathBuf {
 
 /// As `write`, with data pages of at most `page` bytes.
 fn write_paged(dir: &Path, codec: Compression, version: WriterVersion, page: usize) -> PathBuf {
-    let schema = three_columns();
-    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..ROWS as i64));
-    let text: ArrayRef = Arc::new(StringArray::from_iter((0..ROWS).map(|r| (r % 9 != 4).then(|| history(r)))));
-    let blobs: Vec<Vec<u8>> = (0..ROWS).map(|r| history(r + ROWS).into_bytes()).collect();
-    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values(blobs.iter()));
-    let batch = RecordBatch::try_new(schema.clone(), vec![n, text, blob]).unwrap();
+    let batch = batch_of(ROWS, |r| (r % 9 != 4).then(|| history(r)));
     let props = WriterProperties::builder()
         .set_compression(codec)
         .set_writer_version(version)
@@ -65,9 +60,23 @@ fn write_paged(dir: &Path, codec: Compression, version: WriterVersion, page: usi
         .set_write_batch_size(if page >= 64 << 20 { ROWS } else { 16 })
         .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
         .build();
-    let path = dir.join(format!("{codec:?}-{version:?}-{page}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
-    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
-    w.write(&batch).unwrap();
+    write_with(dir, &format!("{codec:?}-{version:?}-{page}"), &batch, props)
+}
+
+/// `rows` rows of `three_columns`: `n` counts, `text` is `text(row)`, every `blob` its own.
+fn batch_of(rows: usize, text: impl Fn(usize) -> Option<String>) -> RecordBatch {
+    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(text)));
+    let blobs: Vec<Vec<u8>> = (0..rows).map(|r| history(r + rows).into_bytes()).collect();
+    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values(blobs.iter()));
+    RecordBatch::try_new(three_columns(), vec![n, text, blob]).unwrap()
+}
+
+/// `batch` written with `props` as `dir/<name>.parquet` (name made a file name).
+fn write_with(dir: &Path, name: &str, batch: &RecordBatch, props: WriterProperties) -> PathBuf {
+    let path = dir.join(format!("{}.parquet", name.replace(['(', ')', ' ', '{', '}', ':'], "_")));
+    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
     w.close().unwrap();
     path
 }
@@ -131,27 +140,15 @@ fn a_corrupt_streamed_page_is_an_error_not_a_panic() {
     }
     let bad = dir.path().join("bad.parquet");
     std::fs::write(&bad, &bytes).unwrap();
-    let file = GuardedInput::new(File::open(&bad).unwrap(), 96 << 20).unwrap();
-    file.check_metadata(&bad, meta.metadata()).unwrap();
-    let descr = meta.metadata().file_metadata().schema_descr_ptr();
-    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
-    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
-    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).unwrap();
-    let outcome: Result<Vec<RecordBatch>, _> = reader.collect();
-    assert!(outcome.is_err(), "corrupt snappy data is reported");
-    assert!(row_group.streamed().0 >= 1, "the corrupt page was read by the streaming path");
+    let (read, streamed, _) = read_streamed(&bad, None);
+    assert!(read.is_err(), "corrupt snappy data is reported");
+    assert!(streamed.0 >= 1, "the corrupt page was read by the streaming path");
 }
 
 /// `text` of `distinct` values, each ~9 KB, dictionary-encoded until the dictionary outgrows
 /// 5 MB, then plain (as pyarrow falls back): the dictionary page is large either way.
 fn write_fallback(dir: &Path, codec: Compression, distinct: usize) -> PathBuf {
-    let rows = 1500;
-    let schema = three_columns();
-    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
-    let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 9 != 4).then(|| history(r % distinct)))));
-    let blobs: Vec<Vec<u8>> = (0..rows).map(|r| history(r + rows).into_bytes()).collect();
-    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values(blobs.iter()));
-    let batch = RecordBatch::try_new(schema.clone(), vec![n, text, blob]).unwrap();
+    let batch = batch_of(1500, |r| (r % 9 != 4).then(|| history(r % distinct)));
     let props = WriterProperties::builder()
         .set_compression(codec)
         .set_dictionary_page_size_limit(5 << 20)
@@ -160,11 +157,7 @@ fn write_fallback(dir: &Path, codec: Compression, distinct: usize) -> PathBuf {
         .set_data_page_size_limit(64 << 20)
         .set_write_batch_size(600)
         .build();
-    let path = dir.join(format!("fallback-{distinct}-{codec:?}.parquet").replace(['(', ')', ' ', '{', '}', ':'], "_"));
-    let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema, Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    path
+    write_with(dir, &format!("fallback-{distinct}-{codec:?}"), &batch, props)
 }
 
 /// Reads `path` with the streamed readers and with parquet-rs's own; returns the rows of both
@@ -177,19 +170,37 @@ fn both(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (u
 /// `both`, and how many pages the streamed readers decompressed whole.
 fn both_counted(path: &Path, selection: Option<RowSelection>) -> (Vec<Row>, Vec<Row>, (usize, usize), usize) {
     let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).unwrap();
-    let mut expected = ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(path).unwrap(), meta.clone()).with_batch_size(64);
+    let mut expected = ParquetRecordBatchReaderBuilder::new_with_metadata(File::open(path).unwrap(), meta).with_batch_size(64);
     if let Some(s) = selection.clone() {
         expected = expected.with_row_selection(s);
     }
     let expected = rows(expected.build().unwrap().map(|b| b.unwrap()));
-    let file = GuardedInput::new(File::open(path).unwrap(), 96 << 20).unwrap();
-    file.check_metadata(path, meta.metadata()).unwrap();
-    let descr = meta.metadata().file_metadata().schema_descr_ptr();
-    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
-    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
-    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection).unwrap();
-    let got = rows(reader.map(|b| b.unwrap()));
-    (got, expected, row_group.streamed(), row_group.decompressed_whole())
+    let (got, streamed, whole) = read_streamed(path, selection);
+    (got.unwrap(), expected, streamed, whole)
+}
+
+/// Reads `path` through the streamed readers (`chunks::RowGroup`, 64-row batches): its rows or
+/// the first error, what was streamed (`RowGroup::streamed`) and how many pages were
+/// decompressed whole.
+fn read_streamed(path: &Path, selection: Option<RowSelection>) -> (Result<Vec<Row>, String>, (usize, usize), usize) {
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let opened = (|| {
+        let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).map_err(|e| text(&e))?;
+        let file = GuardedInput::new(File::open(path).unwrap(), 96 << 20).map_err(|e| text(&e))?;
+        file.check_metadata(path, meta.metadata()).map_err(|e| text(&e))?;
+        let descr = meta.metadata().file_metadata().schema_descr_ptr();
+        let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).map_err(|e| text(&e))?;
+        Ok::<_, String>((RowGroup::new(file, meta.metadata().clone(), 0), levels))
+    })();
+    let (row_group, levels) = match opened {
+        Ok(opened) => opened,
+        Err(e) => return (Err(e), (0, 0), 0),
+    };
+    let read = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, selection)
+        .map_err(|e| text(&e))
+        .and_then(|reader| reader.collect::<Result<Vec<RecordBatch>, _>>().map_err(|e| text(&e)))
+        .map(|batches| rows(batches.into_iter()));
+    (read, row_group.streamed(), row_group.decompressed_whole())
 }
 
 #[test]
@@ -246,31 +257,8 @@ fn a_value_length_past_the_page_end_is_an_error_before_anything_is_sized_for_it(
     bytes[at - 4..at].copy_from_slice(&0xFFFF_FF00u32.to_le_bytes());
     let bad = dir.path().join("bad-length.parquet");
     std::fs::write(&bad, &bytes).unwrap();
-    let meta = ArrowReaderMetadata::load(&File::open(&bad).unwrap(), ArrowReaderOptions::new()).unwrap();
-    let file = GuardedInput::new(File::open(&bad).unwrap(), 96 << 20).unwrap();
-    file.check_metadata(&bad, meta.metadata()).unwrap();
-    let descr = meta.metadata().file_metadata().schema_descr_ptr();
-    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
-    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
-    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).unwrap();
-    let err = reader.collect::<Result<Vec<RecordBatch>, _>>().unwrap_err();
-    assert!(err.to_string().contains("declares a value of 4294967040 bytes"), "{err}");
-}
-
-/// Reads every row of `path` through the streamed readers; whether that fails does not matter.
-fn read_through(path: &Path) -> Result<usize, String> {
-    let meta = ArrowReaderMetadata::load(&File::open(path).unwrap(), ArrowReaderOptions::new()).map_err(|e| e.to_string())?;
-    let file = GuardedInput::new(File::open(path).unwrap(), 96 << 20).unwrap();
-    file.check_metadata(path, meta.metadata()).map_err(|e| e.to_string())?;
-    let descr = meta.metadata().file_metadata().schema_descr_ptr();
-    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).map_err(|e| e.to_string())?;
-    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
-    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 64, None).map_err(|e| e.to_string())?;
-    let mut n = 0;
-    for b in reader {
-        n += b.map_err(|e| e.to_string())?.num_rows();
-    }
-    Ok(n)
+    let err = read_streamed(&bad, None).0.unwrap_err();
+    assert!(err.contains("declares a value of 4294967040 bytes"), "{err}");
 }
 
 #[test]
@@ -304,7 +292,7 @@ fn bytes_flipped_in_streamed_chunks_give_errors_or_rows_never_a_panic() {
             }
             let path = dir.path().join(format!("flipped-{i}.parquet"));
             std::fs::write(&path, &bytes).unwrap();
-            match std::panic::catch_unwind(|| read_through(&path)) {
+            match std::panic::catch_unwind(|| read_streamed(&path, None).0) {
                 Ok(Ok(_)) => read += 1,
                 Ok(Err(_)) => failed += 1,
                 Err(_) => panic!("{}: reading with bytes flipped (case {i}) panicked", input.display()),
