@@ -15,8 +15,8 @@
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
-//! while merging, one chunk and the shared dictionaries per merged run (at most `batchBytes`
-//! together), a zstd decoder per run (`RUN_READ_STATE`, at most 32 MiB together), the union
+//! while merging, one chunk, the shared dictionaries, a frame and a read buffer per merged run
+//! (at most `batchBytes` and 32 MiB together), a frame being read, compressed, the union
 //! of the runs' dictionaries (at most batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`).
@@ -37,9 +37,10 @@ use arrow_row::{RowConverter, Rows};
 use arrow_schema::SchemaRef;
 use std::sync::atomic::AtomicBool;
 
-/// Chunks of a spilled run are this fraction of `batchBytes`, so a merge can hold one chunk
-/// of up to this many runs at once.
-const MAX_FAN_IN: usize = 128;
+/// Chunks of a spilled run are this fraction of `batchBytes`.
+const CHUNK_SHARE: usize = 128;
+/// The most runs one merge takes.
+const MAX_FAN_IN: usize = 256;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
 const OUTPUT_SHARE: usize = 8;
 /// The union of the runs' dictionaries a merge gives them (`gather::Union`) holds at most this
@@ -149,18 +150,18 @@ impl<'a> Sorter<'a> {
         let mut next = 0;
         loop {
             check_cancel(self.cancel)?;
-            // A merged run's reader holds a chunk and its run's dictionaries (out of batchBytes),
-            // and its decoder's state (out of the fixed allowance: at most half of it for all).
-            let widest = runs.iter().map(|r| r.max_chunk_bytes + r.dictionary_bytes).max().unwrap_or(1).max(1);
-            let decoders = crate::memory::FIXED_BYTES / 2 / RUN_READ_STATE;
-            let fan_in = (self.budget / widest).min(decoders).clamp(2, MAX_FAN_IN);
+            // A merged run's reader holds a chunk, its run's dictionaries, its frame (of more
+            // chunks) and a read buffer: out of batchBytes and half of the fixed allowance.
+            let widest =
+                runs.iter().map(|r| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes).max().unwrap_or(0) + RUN_READ_STATE;
+            let fan_in = ((self.budget + crate::memory::FIXED_BYTES / 2) / widest).clamp(2, MAX_FAN_IN);
             if runs.len() <= fan_in {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
             let (start, take) = next_merge(runs.len(), next, fan_in);
             let group: Vec<Run> = runs.drain(start..start + take).collect();
-            let mut writer = self.spill.create(&self.schema)?;
-            self.merge(&group, self.budget / MAX_FAN_IN, |b, bytes| writer.write(&b, bytes))?;
+            let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE)?;
+            self.merge(&group, self.budget / CHUNK_SHARE, |b, bytes| writer.write(&b, bytes))?;
             drop(group);
             let merged = writer.finish()?;
             self.spill.bytes_spilled += merged.bytes;
@@ -192,7 +193,7 @@ impl<'a> Sorter<'a> {
         check_cancel(self.cancel)?;
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
-        let writer = self.spill.create(&self.schema)?;
+        let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE)?;
         let job = self.job(buffer, Some(writer));
         self.wait_pending()?;
         if self.background {
@@ -235,12 +236,15 @@ impl<'a> Sorter<'a> {
         // first chunk now, and give the runs' dictionaries one union (`gather::Union`).
         let mut sources: Vec<Option<Spilled<'_>>> = Vec::with_capacity(runs.len());
         for run in runs {
-            // A run's reader holds its decoder's state and the dictionaries its chunks share.
-            let state = self.memory.hold(RUN_READ_STATE + run.dictionary_bytes);
+            // A run's reader holds its read buffer, its frame (of more chunks) and the
+            // dictionaries its chunks share.
+            let state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes);
             let mut reader = run.open()?;
             let pending = reader.next_chunk()?;
             sources.push(Some(Spilled { reader, sorter: self, _state: state, pending, run: sources.len(), union: None }));
         }
+        // The frame a chunk is read from, compressed and decompressed (one at a time).
+        let _frame_memory = self.memory.hold(2 * runs.iter().map(|r| r.max_frame_bytes).max().unwrap_or(0));
         let union = {
             let firsts: Vec<Option<&RecordBatch>> = sources.iter().map(|s| s.as_ref().and_then(|s| s.pending.as_ref())).collect();
             Union::build(&firsts, self.budget / UNION_SHARE)
@@ -300,7 +304,7 @@ impl SortJob {
     /// Sorts the buffer into its spill run.
     fn spill(mut self) -> Result<Run> {
         let Some(mut writer) = self.writer.take() else { return Err(CompactError::Internal("spill job without a run file".into())) };
-        let chunk_bytes = self.budget / MAX_FAN_IN;
+        let chunk_bytes = self.budget / CHUNK_SHARE;
         let shared = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
         writer.dictionary_bytes = shared;
         writer.finish()

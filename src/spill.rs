@@ -1,16 +1,22 @@
 //! Spill: sorted runs that do not fit the heap bound go to temporary Arrow IPC stream files
-//! under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`. Every run file is one zstd
-//! stream (level 1, a 256 KiB window): a chunk's buffers are a few KB each, too small to
-//! compress one by one, and a stream compresses the run as a whole — fat text values of their
+//! under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`. A run file is the IPC stream
+//! of its chunks cut into zstd frames (level 1) of whole chunks — a chunk each, or small chunks
+//! together up to `FRAME_BYTES` — each behind its compressed length (`u32`, little-endian): fat text values of their
 //! own per row shrink about as much as in the inputs' pages, so the temporary disk a sort needs
-//! stays near the partition's own size on disk, and reading runs back costs the kernel little.
+//! stays near the partition's own size on disk. A frame is decompressed whole, with the merging
+//! thread's one decompression context, when its first chunk is read, and dropped after its last,
+//! so a run being merged holds no decoder state of its own — only its chunk, and its frame where
+//! that holds more chunks (small chunks) — and a merge can take as many runs as those allow
+//! (`sort`).
 //! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
 //! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
 //!
-//! Memory: a run being written holds one chunk (encoded), the encoder's window and tables
-//! (about 1 MiB at level 1) and a write buffer; a run being read holds one decoded chunk, the
-//! decoder's window (256 KiB) and a read buffer (64 KiB). `RUN_WRITE_STATE`/`RUN_READ_STATE`.
+//! Memory: a run being written holds its frame's encoded bytes and the frame (accounted as they
+//! grow), the compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
+//! a read buffer (`RUN_READ_STATE`) and its current frame decompressed where that holds more
+//! chunks (`held_frame_bytes`); while a frame is read, the frame compressed and decompressed
+//! (`max_frame_bytes`).
 
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
@@ -20,7 +26,7 @@ use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -99,8 +105,10 @@ impl SpillDir {
         Ok(())
     }
 
-    /// Starts a new run file (a name another process holds is skipped, never reused).
-    pub fn create(&mut self, schema: &SchemaRef) -> Result<RunWriter> {
+    /// Starts a new run file (a name another process holds is skipped, never reused) for
+    /// chunks of about `chunk_bytes` decoded bytes: each its own frame, or, where they are
+    /// smaller than `FRAME_BYTES`, as many to a frame as make that.
+    pub fn create(&mut self, schema: &SchemaRef, chunk_bytes: usize) -> Result<RunWriter> {
         self.ensure_dir()?;
         let (file, path) = loop {
             let path = self.dir.join(format!("{}-spill-{:05}.arrow.tmp", self.prefix, self.next));
@@ -112,13 +120,23 @@ impl SpillDir {
             }
         };
         let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
-        let buffered = BufWriter::with_capacity(IO_BUFFER, file);
-        let stream = zstd_encoder(buffered).map_err(|e| CompactError::io(&guard.path, &e))?;
+        let out = BufWriter::with_capacity(IO_BUFFER, file);
+        let compressor = zstd::bulk::Compressor::new(SPILL_LEVEL).map_err(|e| CompactError::io(&guard.path, &e))?;
+        let frames = FrameWriter {
+            group: FRAME_BYTES.div_ceil(chunk_bytes.max(1)),
+            max_frame: 0,
+            max_shared_frame: 0,
+            chunks: 0,
+            out,
+            pending: Vec::new(),
+            frame: Vec::new(),
+            compressor,
+        };
         let writer =
-            StreamWriter::try_new_with_options(stream, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
+            StreamWriter::try_new_with_options(frames, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         let state = self.memory.hold(RUN_WRITE_STATE);
-        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, _state: state })
+        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, state })
     }
 }
 
@@ -130,21 +148,138 @@ impl Drop for SpillDir {
 
 /// zstd level 1: about as fast to write as LZ4 and much smaller on text.
 const SPILL_LEVEL: i32 = 1;
-/// The compression window: 2^18 = 256 KiB (what a run reader holds for it).
-const SPILL_WINDOW_LOG: u32 = 18;
 const IO_BUFFER: usize = 1 << 16;
-/// What a run writer holds besides its chunk: zstd's level-1 window and tables, and its buffers.
-pub const RUN_WRITE_STATE: usize = (1 << 20) + 2 * IO_BUFFER;
-/// What a run reader holds besides its chunk: the window, zstd's block buffer, the read buffer.
-pub const RUN_READ_STATE: usize = (1 << SPILL_WINDOW_LOG) + (128 << 10) + IO_BUFFER;
+/// A run reader's read buffer: frames are read whole, mostly past it.
+const READ_BUFFER: usize = 16 << 10;
+/// What a run writer holds besides its chunk's encoded bytes and frame: zstd's level-1
+/// context and the write buffer.
+pub const RUN_WRITE_STATE: usize = (1 << 20) + IO_BUFFER;
+/// Chunks smaller than this share a frame, of about this many bytes (zstd finds little to
+/// shrink in a few KB on their own).
+const FRAME_BYTES: usize = 256 << 10;
+/// What a run reader holds besides its frame: its read buffer.
+pub const RUN_READ_STATE: usize = READ_BUFFER;
+/// No frame of a run decompresses to more than this (a chunk holds at least one row; Arrow's
+/// 32-bit offsets keep a string column's values below 2 GiB).
+const MAX_FRAME: usize = i32::MAX as usize;
 
-type Sink = zstd::stream::write::Encoder<'static, BufWriter<File>>;
+/// The bytes of a run's IPC stream, compressed in frames of whole chunks (`end_frame`).
+struct FrameWriter {
+    /// Chunks to a frame.
+    group: usize,
+    /// The most bytes a frame decompresses to, and a frame of more than one chunk.
+    max_frame: usize,
+    max_shared_frame: usize,
+    /// Chunks written since the last frame.
+    chunks: usize,
+    out: BufWriter<File>,
+    /// The stream's bytes since the last frame.
+    pending: Vec<u8>,
+    frame: Vec<u8>,
+    compressor: zstd::bulk::Compressor<'static>,
+}
 
-fn zstd_encoder(out: BufWriter<File>) -> std::io::Result<Sink> {
-    let mut encoder = zstd::stream::write::Encoder::new(out, SPILL_LEVEL)?;
-    encoder.window_log(SPILL_WINDOW_LOG)?;
-    encoder.include_checksum(false)?;
-    Ok(encoder)
+impl Write for FrameWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl FrameWriter {
+    /// Compresses what the stream wrote since the last frame into a frame of its own.
+    fn end_frame(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.frame.clear();
+        self.frame.reserve(zstd::zstd_safe::compress_bound(self.pending.len()));
+        self.compressor.compress_to_buffer(&self.pending[..], &mut self.frame)?;
+        self.max_frame = self.max_frame.max(self.pending.len());
+        if self.chunks > 1 {
+            self.max_shared_frame = self.max_shared_frame.max(self.pending.len());
+        }
+        self.chunks = 0;
+        let len = u32::try_from(self.frame.len()).map_err(|_| std::io::Error::other("a spill frame over 4 GiB"))?;
+        self.out.write_all(&len.to_le_bytes())?;
+        self.out.write_all(&self.frame)?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// The bytes its buffers hold.
+    fn held(&self) -> usize {
+        self.pending.capacity() + self.frame.capacity()
+    }
+}
+
+thread_local! {
+    /// The decompression context of the thread reading runs (one merge reads its runs' chunks
+    /// one at a time, on one thread).
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A run's IPC stream, read back frame by frame.
+struct FrameReader {
+    input: BufReader<File>,
+    /// The current frame, decompressed, and how much of it was read; dropped once read.
+    frame: Vec<u8>,
+    pos: usize,
+}
+
+impl FrameReader {
+    /// Reads and decompresses the next frame; `false` at the end of the file.
+    fn next_frame(&mut self) -> std::io::Result<bool> {
+        let mut len = [0u8; 4];
+        match self.input.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
+        // (a frame cut short is damage, not the end of the run)
+        self.input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
+            Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
+            _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
+        };
+        let mut frame = Vec::with_capacity(size);
+        DECOMPRESSOR.with(|d| -> std::io::Result<()> {
+            let mut d = d.borrow_mut();
+            let decompressor = match d.as_mut() {
+                Some(decompressor) => decompressor,
+                None => d.insert(zstd::bulk::Decompressor::new()?),
+            };
+            decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
+            Ok(())
+        })?;
+        self.frame = frame;
+        self.pos = 0;
+        Ok(true)
+    }
+}
+
+impl Read for FrameReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.frame.len() {
+            if !self.next_frame()? {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.frame.len() - self.pos);
+        buf[..n].copy_from_slice(&self.frame[self.pos..self.pos + n]);
+        self.pos += n;
+        if self.pos == self.frame.len() {
+            // The chunk's messages are read: its frame goes before the run's next chunk.
+            self.frame = Vec::new();
+            self.pos = 0;
+        }
+        Ok(n)
+    }
 }
 
 /// A spill file, removed when dropped.
@@ -164,19 +299,26 @@ impl Drop for SpillFile {
 
 pub struct RunWriter {
     file: SpillFile,
-    writer: StreamWriter<Sink>,
+    writer: StreamWriter<FrameWriter>,
     rows: u64,
     max_chunk_bytes: usize,
     /// Bytes of the dictionaries all chunks of the run share.
     pub dictionary_bytes: usize,
     /// The call's accounting of the encoder's state and buffers.
-    _state: Reservation,
+    state: Reservation,
 }
 
 impl RunWriter {
     /// Appends one chunk of the run; `decoded_bytes` is its in-memory size.
     pub fn write(&mut self, chunk: &RecordBatch, decoded_bytes: usize) -> Result<()> {
         self.writer.write(chunk).map_err(|e| ipc_error(&self.file.path, e))?;
+        let frames = self.writer.get_mut();
+        frames.chunks += 1;
+        if frames.chunks >= frames.group || frames.pending.len() >= FRAME_BYTES {
+            frames.end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
+        }
+        let held = RUN_WRITE_STATE + frames.held();
+        self.state.resize(held);
         self.rows += chunk.num_rows() as u64;
         self.max_chunk_bytes = self.max_chunk_bytes.max(decoded_bytes);
         Ok(())
@@ -185,14 +327,23 @@ impl RunWriter {
     /// Closes the run file; the caller counts its `bytes` as spilled.
     pub fn finish(mut self) -> Result<Run> {
         self.writer.finish().map_err(|e| ipc_error(&self.file.path, e))?;
-        let encoder = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
-        let buffered = encoder.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let file = buffered.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
+        let mut frames = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
+        frames.end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
+        let (max_frame_bytes, held_frame_bytes) = (frames.max_frame, frames.max_shared_frame);
+        let file = frames.out.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         self.file.bytes = bytes;
         let now = self.file.disk.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.file.disk.peak.fetch_max(now, Ordering::Relaxed);
-        Ok(Run { bytes, file: self.file, rows: self.rows, max_chunk_bytes: self.max_chunk_bytes, dictionary_bytes: self.dictionary_bytes })
+        Ok(Run {
+            bytes,
+            file: self.file,
+            rows: self.rows,
+            max_chunk_bytes: self.max_chunk_bytes,
+            max_frame_bytes,
+            held_frame_bytes,
+            dictionary_bytes: self.dictionary_bytes,
+        })
     }
 }
 
@@ -204,6 +355,11 @@ pub struct Run {
     pub rows: u64,
     /// The largest decoded chunk of the run: what one reader of it holds at most.
     pub max_chunk_bytes: usize,
+    /// The largest frame decompressed: what reading a chunk of it takes besides the chunk.
+    pub max_frame_bytes: usize,
+    /// The largest frame of more than one chunk: what a reader of it holds between chunks
+    /// (a frame of one chunk is dropped once its chunk is read).
+    pub held_frame_bytes: usize,
     /// The dictionaries its chunks share: a reader holds them beside its chunk.
     pub dictionary_bytes: usize,
 }
@@ -211,26 +367,32 @@ pub struct Run {
 impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let buffered = BufReader::with_capacity(IO_BUFFER, file);
-        let mut decoder = zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        decoder.window_log_max(SPILL_WINDOW_LOG).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let source: Box<dyn Read + Send> = Box::new(decoder);
+        let frames = FrameReader { input: BufReader::with_capacity(READ_BUFFER, file), frame: Vec::new(), pos: 0 };
+        let source: Box<dyn Read + Send> = Box::new(frames);
         let reader = StreamReader::try_new(source, None).map_err(|e| ipc_error(&self.file.path, e))?;
-        Ok(RunReader { reader, path: self.file.path.clone() })
+        Ok(RunReader { reader, path: self.file.path.clone(), rows: self.rows, read: 0 })
     }
 }
 
 pub struct RunReader {
     reader: StreamReader<Box<dyn Read + Send>>,
     path: PathBuf,
+    /// The rows the run was written with, and read so far: a run file that ends early (cut
+    /// at a frame) is an error, not a shorter run.
+    rows: u64,
+    read: u64,
 }
 
 impl RunReader {
     /// The run's next chunk, `None` at its end.
     pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
         match self.reader.next() {
-            None => Ok(None),
-            Some(Ok(b)) => Ok(Some(b)),
+            None if self.read == self.rows => Ok(None),
+            None => Err(CompactError::io_msg(&self.path, format!("spill file ends after {} of its {} rows", self.read, self.rows))),
+            Some(Ok(b)) => {
+                self.read += b.num_rows() as u64;
+                Ok(Some(b))
+            }
             Some(Err(e)) => Err(ipc_error(&self.path, e)),
         }
     }
@@ -265,13 +427,17 @@ mod tests {
         let mut sizes = Vec::new();
         let mut paths = Vec::new();
         let plain: usize = chunks.iter().map(|c| c.get_array_memory_size()).sum();
-        for _ in 0..2 {
-            let mut w = spill.create(&schema).unwrap();
+        // A chunk to a frame, then chunks smaller than a frame sharing frames.
+        for chunk_bytes in [1 << 20, 8 << 10] {
+            let mut w = spill.create(&schema, chunk_bytes).unwrap();
             for c in &chunks {
                 w.write(c, 0).unwrap();
             }
             let run = w.finish().unwrap();
             assert_eq!(run.rows, 5000);
+            assert!(run.max_frame_bytes > 0);
+            // A reader holds a frame between chunks only where the frame has more than one.
+            assert_eq!(run.held_frame_bytes > 0, chunk_bytes < FRAME_BYTES, "{chunk_bytes}: {}", run.held_frame_bytes);
             sizes.push(run.bytes);
             paths.push(run.file.path.clone());
             let mut r = run.open().unwrap();
@@ -287,5 +453,46 @@ mod tests {
         assert!(paths.iter().all(|p| !p.exists()), "run files removed with their runs");
         drop(spill);
         assert!(!dir.exists(), "the directory the spill created is removed");
+    }
+
+    #[test]
+    fn a_damaged_run_file_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("gencompact-spill-damaged-{}", std::process::id()));
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+        let chunk =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from_iter_values((0..2000).map(|i| format!("row {i}"))))])
+                .unwrap();
+        let memory = Accountant::new(usize::MAX);
+        let mut spill = SpillDir::new(&dir, "d", &memory);
+        let read_all = |run: &Run| -> Result<usize> {
+            let mut r = run.open()?;
+            let mut n = 0;
+            while let Some(c) = r.next_chunk()? {
+                n += c.num_rows();
+            }
+            Ok(n)
+        };
+        for damage in ["truncate", "length", "frame"] {
+            let mut w = spill.create(&schema, 1 << 20).unwrap();
+            for _ in 0..3 {
+                w.write(&chunk, 0).unwrap();
+            }
+            let run = w.finish().unwrap();
+            assert_eq!(read_all(&run).unwrap(), 6000);
+            let mut bytes = std::fs::read(&run.file.path).unwrap();
+            match damage {
+                "truncate" => bytes.truncate(bytes.len() * 2 / 3),
+                // the first frame's length claims more than the file holds
+                "length" => bytes[3] = 0x7f,
+                _ => {
+                    for b in &mut bytes[8..40] {
+                        *b ^= 0x5a;
+                    }
+                }
+            }
+            std::fs::write(&run.file.path, &bytes).unwrap();
+            assert!(read_all(&run).is_err(), "{damage}: a damaged run is an error");
+        }
+        drop(spill);
     }
 }

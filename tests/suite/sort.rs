@@ -102,12 +102,14 @@ fn sort_keys() -> Vec<SortKey> {
 #[test]
 fn spilled_and_in_memory_sorts_agree_and_are_stable() {
     let s = Scratch::new("sort");
-    let files = unsorted_inputs(s.path(), 6, 400);
-    let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
-    // The stable sort of the arrival order: ties keep `seq` order.
-    all.sort_by(expected_order);
-
-    for (name, batch_bytes) in [("memory", 32 << 20), ("spill", 16 << 10), ("passes", 4 << 10)] {
+    // A merge takes up to 256 runs: "passes" spills ~1,000 runs of ~15 rows.
+    for (name, batch_bytes, rows_per_file) in [("memory", 32 << 20, 400), ("spill", 16 << 10, 400), ("passes", 4 << 10, 2700)] {
+        let input_dir = s.path().join(format!("{name}-in"));
+        std::fs::create_dir_all(&input_dir).unwrap();
+        let files = unsorted_inputs(&input_dir, 6, rows_per_file);
+        let mut all: Vec<_> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
+        // The stable sort of the arrival order: ties keep `seq` order.
+        all.sort_by(expected_order);
         let out = s.path().join(name);
         let spill_dir = s.path().join(format!("{name}-tmp/nested"));
         let mut o = opts(&out);
@@ -116,7 +118,7 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
         o.sort_order_id = 3;
         o.tmp_dir = Some(spill_dir.clone());
         let r = run(&files, &o).unwrap();
-        assert_eq!(r.rows_written, 2400);
+        assert_eq!(r.rows_written, 6 * rows_per_file as u64);
         match name {
             "memory" => assert_eq!(r.files_spilled, 0),
             "spill" => assert!(
@@ -125,7 +127,7 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
                 r.files_spilled,
                 r.intermediate_merges
             ),
-            // A 4 KiB budget holds one chunk of only ~16 runs: several merge passes.
+            // Over 256 runs: merges of 256 runs each until the rest fit the final merge.
             _ => assert!(r.intermediate_merges >= 3, "{name}: {} runs, {} merges", r.files_spilled, r.intermediate_merges),
         }
         assert!(!spill_dir.exists() && !s.path().join(format!("{name}-tmp")).exists(), "{name}: tmpDir it created is removed");
