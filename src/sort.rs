@@ -5,9 +5,9 @@
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`spill`) — with more than one thread, on a spill thread while the next buffer fills —
 //! and the runs are merged with a k-way merge on `arrow-row` keys, in as many passes as
-//! needed so that what one merge holds per run (a chunk, and the dictionaries the run's
-//! chunks share, see `gather`) stays within `batchBytes`, and its decoders within half of the
-//! fixed allowance (`next_merge`: each row is rewritten once per pass). A merge gives the
+//! needed so that what one merge holds per run (a chunk, the dictionaries the run's chunks
+//! share, see `gather`, and a read buffer and frame, see `spill`) stays within `batchBytes` and
+//! half of the fixed allowance (`next_merge`: each row is rewritten once per pass). A merge gives the
 //! runs' dictionaries one union (`gather::Union`). Ties keep arrival order (the sort
 //! is stable and the merge prefers the earlier run), so the output is deterministic, and the
 //! same for any `threads`: buffer and chunk sizes do not depend on it.
@@ -15,9 +15,10 @@
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
-//! while merging, one chunk, the shared dictionaries, a frame and a read buffer per merged run
-//! (at most `batchBytes` and 32 MiB together), a frame being read, compressed, the union
-//! of the runs' dictionaries (at most batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
+//! while merging, one chunk, the shared dictionaries, a read buffer and (for small chunks) a
+//! frame per merged run (at most `batchBytes` and 32 MiB together), the frame a chunk is read
+//! from (compressed and decompressed), the union of the runs' dictionaries (at most
+//! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`).
 
