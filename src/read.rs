@@ -133,6 +133,9 @@ struct RowGroupReader<'a> {
     batch_size: usize,
     /// Decoded bytes per row, by estimate (what is reserved before a batch is decoded).
     per_row: f64,
+    /// For an input whose schema differs from the unified one: each output column's column in
+    /// the decoded batch (`None`: nulls), and the (unified, projected) schema to adapt to.
+    adapt: Option<(Vec<Option<usize>>, SchemaRef)>,
     /// Rows decoded so far (an index into the selected rows).
     done: usize,
 }
@@ -174,7 +177,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
                 self.current = self.open_segment(segment)?;
                 continue;
             }
-            let (Some(rg), Some((_, file, meta, adapter))) = (self.current.as_mut(), self.open.as_ref()) else { continue };
+            let (Some(rg), Some((_, file, meta, _))) = (self.current.as_mut(), self.open.as_ref()) else { continue };
             let input = self.plan.inputs.get(rg.segment.input).ok_or_else(|| CompactError::Internal("segment of no input".into()))?;
             let path = input.path.as_path();
             // The batch is reserved before it is decoded: while the call's other stages hold
@@ -196,8 +199,8 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
                 Ok(Some(Err(e))) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, e.to_string())),
                 Err(panic) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, panic)),
             };
-            let batch = match adapter {
-                Some(map) => adapt(path, batch, map, &self.plan.arrow_schema)?,
+            let batch = match &rg.adapt {
+                Some((map, schema)) => adapt(path, batch, map, schema)?,
                 None => batch,
             };
             let decoded_rows = batch.num_rows();
@@ -272,8 +275,25 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             r
         });
         let roots = roots.as_deref();
+        // An input whose schema differs from the unified one is decoded into its own schema
+        // (only the columns of `roots` it has), then adapted to the unified one (`adapt`).
+        let (own_roots, adapt_to) = match (roots, adapter) {
+            (_, None) => (roots.map(<[usize]>::to_vec), None),
+            (None, Some(map)) => (None, Some((map.clone(), plan.arrow_schema.clone()))),
+            (Some(r), Some(map)) => {
+                let mut own: Vec<usize> = r.iter().filter_map(|&u| map.get(u).copied().flatten()).collect();
+                own.sort_unstable();
+                own.dedup();
+                // each of `roots` (ascending, as a projection keeps them) from the projected batch
+                let projected_map = r.iter().map(|&u| map.get(u).copied().flatten().and_then(|f| own.binary_search(&f).ok())).collect();
+                let schema =
+                    plan.arrow_schema.project(r).map_err(|e| CompactError::Internal(format!("projecting the unified schema: {e}")))?;
+                (Some(own), Some((projected_map, Arc::new(schema))))
+            }
+        };
+        let own_roots = own_roots.as_deref();
         let leaves: Option<Vec<bool>> =
-            roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
+            own_roots.map(|r| (0..descr.num_columns()).map(|l| r.contains(&descr.get_column_root_idx(l))).collect());
         let per_row = estimate_row_bytes(file, rg, leaves.as_deref(), &plan.dictionary_columns);
         // The pages of the row group before are gone; this one's are accounted as they are read.
         file.release_pages();
@@ -284,10 +304,9 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             // them: a decoded batch and its filtered copy are alive together, so each is half.
             batch_size = batch_size.div_ceil(2);
         }
-        // (An input whose schema differs from the unified one is decoded whole, then adapted.)
-        let mask = match (roots, adapter) {
-            (Some(r), None) => ProjectionMask::roots(&descr, r.iter().copied()),
-            _ => ProjectionMask::all(),
+        let mask = match own_roots {
+            Some(r) => ProjectionMask::roots(&descr, r.iter().copied()),
+            None => ProjectionMask::all(),
         };
         let levels =
             parquet_to_arrow_field_levels(&descr, mask, Some(meta.schema().fields())).map_err(|e| CompactError::corrupt(path, None, e))?;
@@ -297,7 +316,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, skip.selection.clone())
             .map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
-        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0 }))
+        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0, adapt: adapt_to }))
     }
 }
 
