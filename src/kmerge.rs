@@ -175,8 +175,7 @@ pub fn merge<S: RunSource>(
         };
         let full = enough || picked.len() >= batch_rows || held >= out_bytes || retired >= out_bytes;
         if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {
-            let refs: Vec<&RecordBatch> = sources.iter().collect();
-            let batch = interleave(&refs, &picked)?;
+            let batch = gather_picked(&sources, &mut picked)?;
             // (dictionary values the batch shares with its sources are held by them)
             let size = match sources.first() {
                 Some(source) => crate::dictionary::size_beside(&batch, source),
@@ -205,6 +204,24 @@ pub fn merge<S: RunSource>(
 }
 
 /// Restores the heap property below `i` for a min-heap ordered by `less`.
+/// The rows `picked` from `sources`, gathered from only the chunks they come from: a merge
+/// holds a chunk per run (up to the fan-in, hundreds), an output batch takes rows from a few of
+/// them, and gathering asks every source array of every column for its type and dictionary.
+/// `picked` is rewritten to index the chunks it refers to.
+fn gather_picked(sources: &[RecordBatch], picked: &mut [(usize, usize)]) -> Result<RecordBatch> {
+    let mut slot = vec![usize::MAX; sources.len()];
+    let mut refs: Vec<&RecordBatch> = Vec::new();
+    for (source, _) in picked.iter_mut() {
+        let Some(new) = slot.get_mut(*source) else { return Err(CompactError::Internal("merge picked a row of no chunk".into())) };
+        if *new == usize::MAX {
+            *new = refs.len();
+            refs.extend(sources.get(*source));
+        }
+        *source = *new;
+    }
+    interleave(&refs, picked)
+}
+
 fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
     loop {
         let (l, r) = (2 * i + 1, 2 * i + 2);
