@@ -1,28 +1,30 @@
 //! Spill: sorted runs that do not fit the heap bound go to temporary Arrow IPC stream files
 //! under outDir or `tmpDir`, named `<prefix>-spill-<n>.arrow.tmp`. A run file is the IPC stream
 //! of its chunks cut into zstd frames (level 1) of whole chunks — a chunk each, or small chunks
-//! together up to `FRAME_BYTES` — each behind its compressed length (`u32`, little-endian): fat text values of their
-//! own per row shrink about as much as in the inputs' pages, so the temporary disk a sort needs
-//! stays near the partition's own size on disk. A frame is decompressed whole, with the merging
-//! thread's one decompression context, when its first chunk is read, and dropped after its last,
-//! so a run being merged holds no decoder state of its own — only its chunk, and its frame where
-//! that holds more chunks (small chunks) — and a merge can take as many runs as those allow
-//! (`sort`).
+//! together up to `FRAME_BYTES` — each behind its compressed length (`u32`, little-endian): fat
+//! text values of their own per row shrink about as much as in the inputs' pages, so the
+//! temporary disk a sort needs stays near the partition's own size on disk. A frame is
+//! decompressed whole, with the reading thread's one decompression context, when its first chunk
+//! is read, and the chunks decoded from it are slices of it (no copy): it goes with the last of
+//! them. So a run being merged holds no decoder state of its own — only its chunk, and where a
+//! frame holds more chunks (small ones) that frame — and a merge can take as many runs as those
+//! allow (`sort`).
 //! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
 //! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
 //!
 //! Memory: a run being written holds its frame's encoded bytes and the frame (accounted as they
 //! grow), the compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
-//! a read buffer (`RUN_READ_STATE`) and its current frame decompressed where that holds more
-//! chunks (`held_frame_bytes`); while a frame is read, the frame compressed and decompressed
-//! (`max_frame_bytes`).
+//! a read buffer (`RUN_READ_STATE`) and its current frame, which is its chunk's memory, or more
+//! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
+//! compressed (at most `max_frame_bytes`).
 
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
 use crate::memory::{Accountant, Reservation};
 use arrow_array::RecordBatch;
-use arrow_ipc::reader::StreamReader;
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
@@ -223,63 +225,33 @@ thread_local! {
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// A run's IPC stream, read back frame by frame.
-struct FrameReader {
-    input: BufReader<File>,
-    /// The current frame, decompressed, and how much of it was read; dropped once read.
-    frame: Vec<u8>,
-    pos: usize,
-}
-
-impl FrameReader {
-    /// Reads and decompresses the next frame; `false` at the end of the file.
-    fn next_frame(&mut self) -> std::io::Result<bool> {
-        let mut len = [0u8; 4];
-        match self.input.read_exact(&mut len) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-            Err(e) => return Err(e),
-        }
-        let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
-        // (a frame cut short is damage, not the end of the run)
-        self.input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
-            Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
-            _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
+/// The next frame of a run file, decompressed (with the thread's decompression context);
+/// `None` at the end of the file.
+fn next_frame(input: &mut BufReader<File>) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match input.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
+    // (a frame cut short is damage, not the end of the run)
+    input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
+        Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
+        _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
+    };
+    let mut frame = Vec::with_capacity(size);
+    DECOMPRESSOR.with(|d| -> std::io::Result<()> {
+        let mut d = d.borrow_mut();
+        let decompressor = match d.as_mut() {
+            Some(decompressor) => decompressor,
+            None => d.insert(zstd::bulk::Decompressor::new()?),
         };
-        let mut frame = Vec::with_capacity(size);
-        DECOMPRESSOR.with(|d| -> std::io::Result<()> {
-            let mut d = d.borrow_mut();
-            let decompressor = match d.as_mut() {
-                Some(decompressor) => decompressor,
-                None => d.insert(zstd::bulk::Decompressor::new()?),
-            };
-            decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
-            Ok(())
-        })?;
-        self.frame = frame;
-        self.pos = 0;
-        Ok(true)
-    }
-}
-
-impl Read for FrameReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.pos == self.frame.len() {
-            if !self.next_frame()? {
-                return Ok(0);
-            }
-        }
-        let n = buf.len().min(self.frame.len() - self.pos);
-        buf[..n].copy_from_slice(&self.frame[self.pos..self.pos + n]);
-        self.pos += n;
-        if self.pos == self.frame.len() {
-            // The chunk's messages are read: its frame goes before the run's next chunk.
-            self.frame = Vec::new();
-            self.pos = 0;
-        }
-        Ok(n)
-    }
+        decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
+        Ok(())
+    })?;
+    Ok(Some(frame))
 }
 
 /// A spill file, removed when dropped.
@@ -367,15 +339,24 @@ pub struct Run {
 impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let frames = FrameReader { input: BufReader::with_capacity(READ_BUFFER, file), frame: Vec::new(), pos: 0 };
-        let source: Box<dyn Read + Send> = Box::new(frames);
-        let reader = StreamReader::try_new(source, None).map_err(|e| ipc_error(&self.file.path, e))?;
-        Ok(RunReader { reader, path: self.file.path.clone(), rows: self.rows, read: 0 })
+        Ok(RunReader {
+            input: BufReader::with_capacity(READ_BUFFER, file),
+            decoder: StreamDecoder::new(),
+            frame: Buffer::from_vec(Vec::<u8>::new()),
+            path: self.file.path.clone(),
+            rows: self.rows,
+            read: 0,
+        })
     }
 }
 
+/// Reads a run's chunks back. A chunk's arrays are slices of the frame it was decoded from (no
+/// copy): the frame lives as long as a chunk of it does.
 pub struct RunReader {
-    reader: StreamReader<Box<dyn Read + Send>>,
+    input: BufReader<File>,
+    decoder: StreamDecoder,
+    /// What is left of the current frame.
+    frame: Buffer,
     path: PathBuf,
     /// The rows the run was written with, and read so far: a run file that ends early (cut
     /// at a frame) is an error, not a shorter run.
@@ -386,14 +367,25 @@ pub struct RunReader {
 impl RunReader {
     /// The run's next chunk, `None` at its end.
     pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
-        match self.reader.next() {
-            None if self.read == self.rows => Ok(None),
-            None => Err(CompactError::io_msg(&self.path, format!("spill file ends after {} of its {} rows", self.read, self.rows))),
-            Some(Ok(b)) => {
-                self.read += b.num_rows() as u64;
-                Ok(Some(b))
+        loop {
+            if let Some(chunk) = self.decoder.decode(&mut self.frame).map_err(|e| ipc_error(&self.path, e))? {
+                self.read += chunk.num_rows() as u64;
+                return Ok(Some(chunk));
             }
-            Some(Err(e)) => Err(ipc_error(&self.path, e)),
+            // (the decoder took all of the frame)
+            match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
+                Some(frame) => self.frame = Buffer::from_vec(frame),
+                None => {
+                    self.decoder.finish().map_err(|e| ipc_error(&self.path, e))?;
+                    if self.read != self.rows {
+                        return Err(CompactError::io_msg(
+                            &self.path,
+                            format!("spill file ends after {} of its {} rows", self.read, self.rows),
+                        ));
+                    }
+                    return Ok(None);
+                }
+            }
         }
     }
 }
