@@ -174,10 +174,34 @@ where
             p if root.is_empty() || p.starts_with('[') => format!("{root}{p}"),
             p => format!("{root}.{p}"),
         };
-        // serde names null and undefined (both visited as unit) "unit value".
-        let msg = reason(e.into_inner()).replace("unit value", "null or undefined");
+        let msg = js_words(&reason(e.into_inner()));
         invalid(if at.is_empty() { msg } else { format!("'{at}': {msg}") })
     })
+}
+
+/// serde's and napi's words for JS values, in JS's: a "unit value" is null or undefined (both
+/// are visited as unit), a "map" an object, a "sequence" an array, `f64` a number.
+fn js_words(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (from, to) in [
+        ("unit value", "null or undefined"),
+        ("invalid type: map", "invalid type: object"),
+        ("expected a sequence", "expected an array"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("expected f64", "expected a number"),
+        ("expected i32", "expected an integer in [-2^31, 2^31)"),
+        ("expected u32", "expected an integer in [0, 2^32)"),
+        ("typeof Function value could not be deserialized", "invalid type: function"),
+        ("typeof Symbol value could not be deserialized", "invalid type: symbol"),
+    ] {
+        out = out.replace(from, to);
+    }
+    // `expected struct SortKeyOptions` names the index.d.ts interface expected.
+    if let Some(i) = out.find("expected struct ") {
+        let name = out[i + "expected struct ".len()..].to_string();
+        out = format!("{}expected an object ({name} in index.d.ts)", &out[..i]);
+    }
+    out
 }
 
 /// An optional string option that must not be empty.
@@ -349,14 +373,17 @@ mod tests {
             (json!({ "outDir": null }), vec!["'outDir'", "non-empty string"]),
             (json!({ "outDir": "/x", "batchRows": 0 }), vec!["batchRows", "got 0"]),
             (json!({ "outDir": "/x", "batchRows": 1.5 }), vec!["batchRows", "got 1.5"]),
-            (json!({ "outDir": "/x", "targetFileBytes": "big" }), vec!["'targetFileBytes'", "\"big\"", "f64"]),
+            (json!({ "outDir": "/x", "targetFileBytes": "big" }), vec!["'targetFileBytes'", "\"big\"", "expected a number"]),
             (json!({ "outDir": "/x", "compression": "lzo" }), vec!["compression", "lzo"]),
             (json!({ "outDir": "/x", "compression": "snappy", "compressionLevel": 3 }), vec!["compressionLevel", "snappy"]),
             (json!({ "outDir": "/x", "compressionLevel": 99 }), vec!["compressionLevel"]),
             (json!({ "outDir": "/x", "compressionLevel": 3 }), vec!["compressionLevel", "needs 'compression'"]),
             (json!({ "outDir": "/x", "divert": { "column": "a", "to": "/tmp/d" } }), vec!["'divert'", "equals"]),
             (json!({ "outDir": "/x", "divert": { "column": "a", "equals": null, "to": "/tmp/d" } }), vec!["'divert.equals'", "null"]),
-            (json!({ "outDir": "/x", "divert": { "column": "a", "equals": [1], "to": "/tmp/d" } }), vec!["'divert.equals'", "sequence"]),
+            (
+                json!({ "outDir": "/x", "divert": { "column": "a", "equals": [1], "to": "/tmp/d" } }),
+                vec!["'divert.equals'", "invalid type: array"],
+            ),
             (json!({ "outDir": "/x", "divert": { "column": "a", "path": [1], "equals": 1, "to": "/d" } }), vec!["'divert.path[0]'"]),
             (json!({ "outDir": "/x", "outLocation": 1 }), vec!["'outLocation'"]),
             (json!({ "outDir": "/x", "threads": 0 }), vec!["threads"]),
@@ -365,8 +392,11 @@ mod tests {
             (json!({ "outDir": "/x", "partitionBy": [{ "column": "a", "name": 1 }] }), vec!["'partitionBy[0].name'", "integer `1`"]),
             (json!({ "outDir": "/x", "fileNamePrefix": "../evil" }), vec!["fileNamePrefix", "../evil"]),
             (json!({ "outDir": "/x", "fileNamePrefix": "a/b" }), vec!["fileNamePrefix", "a/b"]),
-            (json!({ "outDir": "/x", "sortBy": {} }), vec!["'sortBy'", "map", "sequence"]),
-            (json!({ "outDir": "/x", "sortBy": ["ts"] }), vec!["'sortBy[0]'", "\"ts\""]),
+            (json!({ "outDir": "/x", "sortBy": {} }), vec!["'sortBy'", "invalid type: object", "expected an array"]),
+            (
+                json!({ "outDir": "/x", "sortBy": ["ts"] }),
+                vec!["'sortBy[0]'", "\"ts\"", "expected an object (SortKeyOptions in index.d.ts)"],
+            ),
             (
                 json!({ "outDir": "/x", "sortBy": [{ "column": "ts" }, { "column": "ts", "descending": "yes" }] }),
                 vec!["'sortBy[1].descending'", "\"yes\"", "a boolean"],
