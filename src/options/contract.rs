@@ -1,9 +1,10 @@
 //! The JS contract, declared once: the option objects of `compactGeneration` and
 //! `planCompaction` as typed structs. Their doc comments and field types generate index.d.ts
-//! (`#[napi(object)]`, TypeScript only: no conversion code is derived here), their serde
-//! derive is the parser (napi's serde deserializer reads the JS value; `deny_unknown_fields`
-//! refuses keys the README's API table does not list), and `Options::validate` checks ranges
-//! and rules between fields. Unit tests parse the same structs from JSON, without Node.
+//! (`#[napi(object)]`; the option structs derive no conversion from JS, only the plan result
+//! and the string enums convert to JS), their serde derive is the parser (the N-API layer runs
+//! napi's serde deserializer over the JS value; `deny_unknown_fields` refuses keys the README's
+//! API section does not list), and `Options::validate` checks ranges and rules between fields.
+//! Nothing here calls into Node: unit tests parse the same structs from JSON.
 //! Memory: the options themselves.
 
 use super::values::{Count, Equals, JsOnly, PartitionValues};
