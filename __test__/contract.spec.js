@@ -73,3 +73,20 @@ test("the README's API section names every option of CompactOptions, and no othe
   expect(rows.length).toBeGreaterThan(10)
   for (const key of rows) expect({ key, declared: declared.includes(key) }).toEqual({ key, declared: true })
 })
+
+test('BigInt is taken where the contract types it (counts, partition values) and refused where a number is', async () => {
+  const { compactGeneration } = addon
+  const outDir = path.join(ROOT, 'target', 'contract-never-created')
+  // parsing passes: the call fails later, on the missing input
+  const facts = { path: file, fileSizeInBytes: 10n, recordCount: 3n, partition: { a: 1n, b: Buffer.from([1]), c: null, d: 1.5, e: 'x', f: true } }
+  await expect(compactGeneration([facts], { outDir })).rejects.toEqual(expect.objectContaining({ code: 'ERR_INPUT_NOT_FOUND' }))
+  for (const [opts, at] of [
+    [{ outDir, batchRows: 10n }, "'batchRows'"],
+    [{ outDir, targetFileBytes: 1n << 70n }, "'targetFileBytes'"],
+    [{ outDir, divert: { column: 'a', equals: 5n, to: 'x' } }, "'divert.equals'"],
+  ]) {
+    const err = await compactGeneration([file], opts).then(() => null, e => e)
+    expect({ code: err.code, at: err.message.includes(at), bigint: /invalid type: bigint/.test(err.message) }).toEqual({ code: 'ERR_INVALID_OPTIONS', at: true, bigint: true })
+  }
+  expect(fs.existsSync(outDir)).toBe(false)
+})

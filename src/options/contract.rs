@@ -7,7 +7,7 @@
 //! Nothing here calls into Node: unit tests parse the same structs from JSON.
 //! Memory: the options themselves.
 
-use super::values::{Count, Equals, JsOnly, PartitionValues};
+use super::values::{Count, Equals, FieldId, JsOnly, Num, PartitionValues};
 use napi_derive::napi;
 use serde::Deserialize;
 
@@ -23,17 +23,21 @@ pub struct CompactOptions {
     #[serde(default, deserialize_with = "optional")]
     pub out_dir: String,
     /// File size goal in bytes actually written. Default 128 MiB.
-    pub target_file_bytes: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub target_file_bytes: Option<Num>,
     /// Most rows in one decoded batch; also caps a row group. Default 10,000.
-    pub batch_rows: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub batch_rows: Option<Num>,
     /// Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB.
-    pub batch_bytes: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub batch_bytes: Option<Num>,
     /// Each output file is sorted end to end by these columns (top-level primitive columns).
     pub sort_by: Option<Vec<SortKeyOptions>>,
     /// The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0.
     /// For `planCompaction`: a file whose `sortOrderId` (from its manifest) equals this non-zero
     /// id is known sorted.
-    pub sort_order_id: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub sort_order_id: Option<Num>,
     /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
     /// Created if missing (and removed again); run files are removed on success and failure.
     /// Each run file is one zstd stream: runs take about what the tuple's rows take compressed
@@ -50,7 +54,8 @@ pub struct CompactOptions {
     #[napi(ts_type = "'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'")]
     pub compression: Option<String>,
     /// A level for `compression` (zstd 1-22, gzip 0-9); needs `compression`.
-    pub compression_level: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub compression_level: Option<Num>,
     /// Rows to write to a side Parquet file instead of the data files.
     pub divert: Option<DivertOptions>,
     /// Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
@@ -59,7 +64,8 @@ pub struct CompactOptions {
     /// Threads this call may use (default: the machine's available parallelism); concurrent
     /// calls share the cores through the call gate. With more than one, verification runs
     /// beside writing.
-    pub threads: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub threads: Option<Num>,
     /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
     pub file_name_prefix: Option<String>,
     /// Re-read the outputs before publishing: row counts and a content digest of every row
@@ -74,12 +80,15 @@ pub struct CompactOptions {
     /// Planning rule: files of at least this size (and at most `maxFileBytes`), with no deletes,
     /// one tuple and (with `sortBy`) known sorted, are sealed: always kept. Default 0.75 ×
     /// targetFileBytes.
-    pub min_file_bytes: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub min_file_bytes: Option<Num>,
     /// Planning rule: files above this are split. Default 1.8 × targetFileBytes.
-    pub max_file_bytes: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub max_file_bytes: Option<Num>,
     /// Planning rule: unsealed files in a tuple that make it due (when rewriting them writes
     /// fewer files). Default 5; a caller that knows a day is closed may pass 2 (or 1).
-    pub min_input_files: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub min_input_files: Option<Num>,
     /// With `plan` and `dedupeBy`: 'call' (default: no rewritten row repeats a key of any kept
     /// file) or 'tuple' (only of the kept files of its own tuple; for `planCompaction`: the
     /// dedupe key embeds the partition columns, so kept files of other tuples need not be read).
@@ -156,7 +165,8 @@ pub struct InputFile {
     #[napi(ts_type = "Record<string, string | number | bigint | boolean | Buffer | null>")]
     pub partition: Option<PartitionValues>,
     /// The sort order the manifest records for this file.
-    pub sort_order_id: Option<f64>,
+    #[napi(ts_type = "number")]
+    pub sort_order_id: Option<Num>,
     /// The caller needs this file rewritten: its group is due (reason 'forced').
     pub rewrite: Option<bool>,
 }
@@ -170,9 +180,12 @@ pub struct InputFile {
 pub struct DeleteSource {
     pub kind: DeleteKind,
     pub path: String,
-    pub offset: Option<f64>,
-    pub length: Option<f64>,
-    pub field_ids: Option<Vec<i32>>,
+    #[napi(ts_type = "number")]
+    pub offset: Option<Num>,
+    #[napi(ts_type = "number")]
+    pub length: Option<Num>,
+    #[napi(ts_type = "Array<number>")]
+    pub field_ids: Option<Vec<FieldId>>,
 }
 
 /// The kinds of delete file (`DeleteSource.kind`).
@@ -252,12 +265,28 @@ pub struct PlanGroup {
     #[serde(default, deserialize_with = "unread")]
     pub reasons: Vec<String>,
     /// Indexes into `files` of the files a rewrite reads.
+    #[serde(deserialize_with = "indexes")]
     pub rewrite: Vec<u32>,
     /// Indexes into `files` of the files left as they are.
+    #[serde(deserialize_with = "indexes")]
     pub keep: Vec<u32>,
     /// Files the rewrite writes (0 when kept).
     #[serde(default, deserialize_with = "unread")]
     pub expected_files: i64,
+}
+
+/// Indexes into `files`: JS numbers (not BigInts), non-negative integers.
+fn indexes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+    Vec::<Num>::deserialize(d)?
+        .into_iter()
+        .map(|Num(n)| {
+            if n.fract() == 0.0 && n >= 0.0 && n <= f64::from(u32::MAX) {
+                Ok(n as u32)
+            } else {
+                Err(serde::de::Error::invalid_value(serde::de::Unexpected::Float(n), &"an index into `files` (a non-negative integer)"))
+            }
+        })
+        .collect()
 }
 
 /// A value that may be absent, null or undefined: the type's default then.

@@ -4,7 +4,7 @@
 //! Memory: the entries themselves.
 
 use super::contract::{self as js, DeleteKind};
-use super::values::FileArg;
+use super::values::{FileArg, Num};
 use super::{integer, invalid, MAX_SAFE_INTEGER};
 use crate::error::Result;
 use crate::iceberg::input::{DeleteSource, InputFile};
@@ -90,7 +90,7 @@ fn delete_source(d: &js::DeleteSource, at: &str) -> Result<DeleteSource> {
     Ok(match d.kind {
         DeleteKind::Position => DeleteSource::Position { path },
         DeleteKind::DeletionVector => {
-            let number = |key: &str, value: Option<f64>| -> Result<u64> {
+            let number = |key: &str, value: Option<Num>| -> Result<u64> {
                 integer(value, &format!("{at}.{key}"), 0.0, MAX_SAFE_INTEGER)?
                     .map(|n| n as u64)
                     .ok_or_else(|| invalid(format!("'{at}.{key}' is required for a deletion vector")))
@@ -98,7 +98,7 @@ fn delete_source(d: &js::DeleteSource, at: &str) -> Result<DeleteSource> {
             DeleteSource::Vector { path, offset: number("offset", d.offset)?, length: number("length", d.length)? }
         }
         DeleteKind::Equality => match &d.field_ids {
-            Some(ids) if !ids.is_empty() => DeleteSource::Equality { path, field_ids: ids.clone() },
+            Some(ids) if !ids.is_empty() => DeleteSource::Equality { path, field_ids: ids.iter().map(|id| id.0).collect() },
             _ => return Err(invalid(format!("'{at}.fieldIds' must name at least one field id"))),
         },
     })

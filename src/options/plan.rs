@@ -4,6 +4,7 @@
 //! Memory: the options and the plan's indexes.
 
 use super::contract::{CompactOptions, CompactionPlanResult, DedupeScope, KeepMode, PlanAction};
+use super::values::Num;
 use super::{integer, invalid, non_empty, partition_by, sort_by, DEFAULT_TARGET_FILE_BYTES, MAX_SAFE_INTEGER};
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::PartitionField;
@@ -13,7 +14,7 @@ use crate::options::SortKey;
 /// (their types are checked by parsing) and not used.
 pub fn plan_options(o: &CompactOptions) -> Result<PlanConfig> {
     let bytes =
-        |value: Option<f64>, key: &str| -> Result<Option<u64>> { Ok(integer(value, key, 0.0, MAX_SAFE_INTEGER)?.map(|n| n as u64)) };
+        |value: Option<Num>, key: &str| -> Result<Option<u64>> { Ok(integer(value, key, 0.0, MAX_SAFE_INTEGER)?.map(|n| n as u64)) };
     let target = integer(o.target_file_bytes, "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)?.map_or(DEFAULT_TARGET_FILE_BYTES, |n| n as u64);
     let min_input_files = integer(o.min_input_files, "minInputFiles", 1.0, 1e9)?.map(|n| n as usize);
     let sort_by = sort_by(o.sort_by.as_deref())?;
@@ -80,7 +81,7 @@ pub fn plan_selection(
                 .iter()
                 .enumerate()
                 .map(|(k, &n)| {
-                    Ok(integer(Some(f64::from(n)), &format!("plan.groups[{i}].{key}[{k}]"), 0.0, last as f64)?.unwrap_or(0.0) as usize)
+                    Ok(integer(Some(Num(f64::from(n))), &format!("plan.groups[{i}].{key}[{k}]"), 0.0, last as f64)?.unwrap_or(0.0) as usize)
                 })
                 .collect()
         };
@@ -153,7 +154,7 @@ mod tests {
     use serde_json::json;
 
     fn opts(v: serde_json::Value) -> Result<CompactOptions> {
-        crate::options::parse("", v, |e| e.to_string())
+        crate::options::parse("", crate::options::values::js_numbers(v), |e| e.to_string())
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! `i64` (negative, one word) or an `i128`/`u128` (two words; wider BigInts are cut to two
 //! words by napi before any visitor sees them); a Buffer or Uint8Array as bytes; null and
 //! undefined as unit. A function or symbol fails in the deserializer itself unless the field
-//! ignores its value (`JsOnly`). Because of this, a BigInt that fits 64 bits cannot be told
-//! from an integral number: where a number is expected it is taken as that number.
+//! ignores its value (`JsOnly`). So a number option (`Num`, `FieldId`, `Equals`) refuses the
+//! BigInts it can tell (`u64`, `i128`, `u128`); a negative BigInt that fits 64 bits is visited as
+//! a number is and cannot be told from one: it is taken as that number.
 
 use super::contract::InputFile;
 use super::files::Key;
@@ -25,6 +26,58 @@ impl<'de> Deserialize<'de> for JsOnly {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         de::IgnoredAny::deserialize(d)?;
         Ok(JsOnly)
+    }
+}
+
+/// A JS number (a BigInt is refused where napi's deserializer shows it as one: see above).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Num(pub f64);
+
+/// The refusal of a BigInt where a number is expected.
+fn bigint<E: de::Error>(n: impl fmt::Display, expected: &dyn de::Expected) -> E {
+    E::invalid_type(Unexpected::Other(&format!("bigint {n}")), expected)
+}
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Num, E> {
+                Ok(Num(n as f64))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Num, E> {
+                Ok(Num(n))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Num, E> {
+                Err(bigint(n, &self))
+            }
+            fn visit_i128<E: de::Error>(self, n: i128) -> Result<Num, E> {
+                Err(bigint(n, &self))
+            }
+            fn visit_u128<E: de::Error>(self, n: u128) -> Result<Num, E> {
+                Err(bigint(n, &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An Iceberg field id: an integral number in the 32-bit range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldId(pub i32);
+
+impl<'de> Deserialize<'de> for FieldId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Num(n) = Num::deserialize(d)?;
+        if n.fract() == 0.0 && n >= f64::from(i32::MIN) && n <= f64::from(i32::MAX) {
+            Ok(FieldId(n as i32))
+        } else {
+            Err(de::Error::invalid_value(Unexpected::Float(n), &"a field id (an integer in [-2^31, 2^31))"))
+        }
     }
 }
 
@@ -163,7 +216,7 @@ impl<'de> Deserialize<'de> for Equals {
                 self.visit_f64(n as f64)
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Equals, E> {
-                self.visit_f64(n as f64)
+                Err(bigint(n, &self))
             }
             fn visit_f64<E: de::Error>(self, n: f64) -> Result<Equals, E> {
                 serde_json::Number::from_f64(n)
@@ -198,5 +251,18 @@ impl<'de> Deserialize<'de> for FileArg {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// JSON as napi's deserializer shows JS numbers: integers above zero visit as `u64` in serde_json
+/// (as BigInts do in napi), so unit tests turn every number into the `f64` a JS number is.
+#[cfg(test)]
+pub(crate) fn js_numbers(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => n.as_f64().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number),
+        Value::Array(items) => Value::Array(items.into_iter().map(js_numbers).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, js_numbers(v))).collect()),
+        other => other,
     }
 }
