@@ -88,5 +88,9 @@ test('BigInt is taken where the contract types it (counts, partition values) and
     const err = await compactGeneration([file], opts).then(() => null, e => e)
     expect({ code: err.code, at: err.message.includes(at), bigint: /invalid type: bigint/.test(err.message) }).toEqual({ code: 'ERR_INVALID_OPTIONS', at: true, bigint: true })
   }
+  // a count as a number is held to the numbers that are exact (as a BigInt it may be larger)
+  const err = await compactGeneration([{ path: file, fileSizeInBytes: 2 ** 60 }], { outDir }).then(() => null, e => e)
+  expect({ code: err.code, at: err.message.includes("'files[0].fileSizeInBytes'") }).toEqual({ code: 'ERR_INVALID_OPTIONS', at: true })
+  await expect(compactGeneration([{ path: file, fileSizeInBytes: 2n ** 60n }], { outDir })).rejects.toEqual(expect.objectContaining({ code: 'ERR_INPUT_NOT_FOUND' }))
   expect(fs.existsSync(outDir)).toBe(false)
 })

@@ -91,13 +91,17 @@ impl<'de> Deserialize<'de> for Count {
         impl Visitor<'_> for V {
             type Value = Count;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a non-negative integer (number or BigInt) below 2^64")
+                f.write_str("a non-negative integer: a number up to 2^53 - 1 or a BigInt below 2^64")
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Count, E> {
                 Ok(Count(n))
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<Count, E> {
-                u64::try_from(n).map(Count).map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+                // (A non-negative `i64` is a JS number, never a BigInt: held to the safe range.)
+                match u64::try_from(n) {
+                    Ok(c) if (c as f64) <= super::MAX_SAFE_INTEGER => Ok(Count(c)),
+                    _ => Err(E::invalid_value(Unexpected::Signed(n), &self)),
+                }
             }
             fn visit_u128<E: de::Error>(self, n: u128) -> Result<Count, E> {
                 u64::try_from(n).map(Count).map_err(|_| E::invalid_value(Unexpected::Other(&format!("integer {n}")), &self))
