@@ -94,3 +94,18 @@ test('BigInt is taken where the contract types it (counts, partition values) and
   await expect(compactGeneration([{ path: file, fileSizeInBytes: 2n ** 60n }], { outDir })).rejects.toEqual(expect.objectContaining({ code: 'ERR_INPUT_NOT_FOUND' }))
   expect(fs.existsSync(outDir)).toBe(false)
 })
+
+test('option objects are read from objects only, not from arrays of their fields', async () => {
+  const { compactGeneration } = addon
+  const outDir = path.join(ROOT, 'target', 'contract-never-created')
+  for (const [files, opts, at] of [
+    [[file], [outDir], 'CompactOptions'],
+    [[file], { outDir, sortBy: [['ts', true]] }, "'sortBy[0]'"],
+    [[file], { outDir, divert: ['a', [], 1, 'x'] }, "'divert'"],
+    [[{ path: file, deletes: [['position', file]] }], { outDir }, "'files[0].deletes[0]'"],
+    [[[file]], { outDir }, "'files[0]'"],
+  ]) {
+    const err = await compactGeneration(files, opts).then(() => null, e => e)
+    expect({ code: err.code, at: err.message.includes(at), array: err.message.includes('invalid type: array') }).toEqual({ code: 'ERR_INVALID_OPTIONS', at: true, array: true })
+  }
+})

@@ -1,13 +1,15 @@
-//! The N-API layer, kept thin: converts the JS arguments, hands the work to a blocking thread
+//! The N-API layer, kept thin: parses the JS arguments into the typed contract
+//! (`options::contract`, with napi's serde deserializer), hands the work to a blocking thread
 //! of the addon's tokio runtime (not libuv's pool), wires AbortSignal and the progress
 //! callback, and turns the outcome into a resolved result or an `Error` with our `code`.
+//! Memory: the parsed arguments (the options and the `files` list), copied once out of JS.
 
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
 use crate::gate::Gate;
 use crate::node_result::{to_js, CompactResult};
 use crate::options::contract::CompactOptions;
-use crate::options::values::FileArg;
+use crate::options::values::{FileArg, Obj};
 use crate::options::{parse, Options};
 use crate::report::Phase;
 use napi::bindgen_prelude::*;
@@ -193,7 +195,7 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
         ValueType::Undefined | ValueType::Null => None,
         other => return Err(invalid(format!("'onProgress' must be a function, got {}", type_name(other)))),
     };
-    let parsed: CompactOptions = parse_value(&obj, "").map_err(Prep::Compact)?;
+    let parsed: CompactOptions = parse_value::<Obj<CompactOptions>>(&obj, "").map_err(Prep::Compact)?.0;
     let options = Options::validate(&parsed).map_err(Prep::Compact)?;
     let cancel = Arc::new(AtomicBool::new(false));
     if let Some(signal) = signal {

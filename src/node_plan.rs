@@ -1,9 +1,10 @@
 //! The N-API side of `planCompaction`: converts its arguments, plans on a blocking thread of
 //! the addon's runtime (planning may read footers and partition columns), and returns the
-//! plan as the README and index.d.ts describe it.
+//! plan as the README and index.d.ts describe it. Memory: the parsed arguments and the plan.
 
 use crate::error::CompactError;
 use crate::options::contract::{CompactOptions, CompactionPlanResult, PlanAction, PlanGroup};
+use crate::options::values::Obj;
 use crate::planning::facts::{plan_compaction as plan_files, CompactionPlan, Key};
 use napi::bindgen_prelude::*;
 use napi::{Env, ValueType};
@@ -42,7 +43,7 @@ fn prepare(files: &Unknown, opts: &Unknown) -> std::result::Result<Prepared, Com
         return Err(CompactError::InvalidOptions("'opts' must be an object".into()));
     }
     let obj: Object = unsafe { opts.cast().map_err(js)? };
-    let parsed: CompactOptions = crate::node::parse_value(&obj, "")?;
+    let parsed: CompactOptions = crate::node::parse_value::<Obj<CompactOptions>>(&obj, "")?.0;
     Ok((inputs, crate::planning::facts::PlanOptions::from_config(crate::options::plan::plan_options(&parsed)?)?))
 }
 

@@ -193,12 +193,12 @@ fn js_words(msg: &str) -> String {
     ] {
         out = out.replace(from, to);
     }
-    // `expected struct SortKeyOptions` names the index.d.ts interface expected.
-    if let Some(i) = out.find("expected struct ") {
-        let name = out[i + "expected struct ".len()..].to_string();
-        out = format!("{}expected an object ({name} in index.d.ts)", &out[..i]);
-    }
     out
+}
+
+/// The options object of `compactGeneration` and `planCompaction`, parsed (from an object only).
+pub fn parse_options<'de, D: Deserializer<'de>>(de: D, reason: impl Fn(D::Error) -> String) -> Result<CompactOptions> {
+    parse::<values::Obj<CompactOptions>, D>("", de, reason).map(|o| o.0)
 }
 
 /// An optional string option that must not be empty.
@@ -308,7 +308,7 @@ mod tests {
 
     /// `compactGeneration`'s options from JSON, parsed and validated as the N-API layer does.
     fn options(v: serde_json::Value) -> Result<Options> {
-        Options::validate(&parse::<CompactOptions, _>("", values::js_numbers(v), |e| e.to_string())?)
+        Options::validate(&parse_options(values::js_numbers(v), |e| e.to_string())?)
     }
 
     #[test]
@@ -412,6 +412,11 @@ mod tests {
             (json!({ "outDir": "/x", "dedupeBy": 1 }), vec!["'dedupeBy'"]),
             (json!({ "outDir": "/x", "verify": "yes" }), vec!["'verify'", "\"yes\"", "a boolean"]),
             (json!({ "outDir": "/x", "partitionBy": {} }), vec!["'partitionBy'"]),
+            (json!({ "outDir": "/x", "partitionBy": [["date"]] }), vec!["'partitionBy[0]'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "sortBy": [["ts", true]] }), vec!["'sortBy[0]'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "divert": ["a", null, 1, "/d"] }), vec!["'divert'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "plan": [["a"], []] }), vec!["'plan'", "invalid type: array", "expected an object"]),
+            (json!(["/x"]), vec!["invalid type: array", "expected an object (CompactOptions in index.d.ts)"]),
             (json!({ "outDir": "/x", "partitionBy": ["date"] }), vec!["'partitionBy[0]'"]),
             (
                 json!({ "outDir": "/x", "partitionBy": [{ "column": "ts", "transform": "days" }] }),
@@ -432,7 +437,7 @@ mod tests {
     #[test]
     fn bigints_only_where_the_contract_takes_them() {
         // serde_json visits 10 as napi visits 10n (a u64): refused by number options...
-        let raw = |v: serde_json::Value| parse::<CompactOptions, _>("", v, |e| e.to_string()).and_then(|o| Options::validate(&o));
+        let raw = |v: serde_json::Value| parse_options(v, |e| e.to_string()).and_then(|o| Options::validate(&o));
         for (bad, at) in [
             (json!({ "outDir": "/x", "batchRows": 10 }), "'batchRows'"),
             (json!({ "outDir": "/x", "divert": { "column": "a", "equals": 10, "to": "/d" } }), "'divert.equals'"),
@@ -494,6 +499,8 @@ mod tests {
                 json!([{ "path": "/a", "deletes": [{ "kind": "equality", "path": "/d", "fieldIds": [] }] }]),
                 "'files[0].deletes[0].fieldIds'",
             ),
+            (json!([{ "path": "/a", "deletes": [["position", "/d"]] }]), "'files[0].deletes[0]': invalid type: array, expected an object"),
+            (json!([["/a"]]), "'files[0]': invalid type: array"),
             (
                 json!([{ "path": "/a", "deletes": [{ "kind": "equality", "path": "/d", "fieldIds": [1.5] }] }]),
                 "'files[0].deletes[0].fieldIds[0]'",

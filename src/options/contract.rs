@@ -7,7 +7,7 @@
 //! Nothing here calls into Node: unit tests parse the same structs from JSON.
 //! Memory: the options themselves.
 
-use super::values::{Count, Equals, FieldId, JsOnly, Num, PartitionValues};
+use super::values::{Count, Equals, FieldId, JsOnly, Num, Obj, PartitionValues};
 use napi_derive::napi;
 use serde::Deserialize;
 
@@ -32,6 +32,7 @@ pub struct CompactOptions {
     #[napi(ts_type = "number")]
     pub batch_bytes: Option<Num>,
     /// Each output file is sorted end to end by these columns (top-level primitive columns).
+    #[serde(default, deserialize_with = "objects")]
     pub sort_by: Option<Vec<SortKeyOptions>>,
     /// The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0.
     /// For `planCompaction`: a file whose `sortOrderId` (from its manifest) equals this non-zero
@@ -44,6 +45,7 @@ pub struct CompactOptions {
     /// (`spill.bytes` in the result).
     pub tmp_dir: Option<String>,
     /// Iceberg partition spec. No output file spans two tuples.
+    #[serde(default, deserialize_with = "objects")]
     pub partition_by: Option<Vec<PartitionFieldOptions>>,
     /// Keep the first row of each value of this column (in `files` order, then row order) and
     /// drop later ones; a null key never equals anything (every null-key row is kept).
@@ -57,6 +59,7 @@ pub struct CompactOptions {
     #[napi(ts_type = "number")]
     pub compression_level: Option<Num>,
     /// Rows to write to a side Parquet file instead of the data files.
+    #[serde(default, deserialize_with = "object")]
     pub divert: Option<DivertOptions>,
     /// Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
     /// the output's absolute path.
@@ -73,6 +76,7 @@ pub struct CompactOptions {
     pub verify: Option<bool>,
     /// A `planCompaction` result for these `files`: only the files of its 'rewrite' groups are
     /// read and written; the files it keeps are carried into `outDir` (`result.kept`).
+    #[serde(default, deserialize_with = "object")]
     pub plan: Option<CompactionPlanResult>,
     /// With `plan`: 'link' (default: hard links in outDir, a copy across file systems) or
     /// 'in-place' (kept files stay where they are).
@@ -153,6 +157,7 @@ pub struct InputFile {
     /// in `file_path`, and deletion vectors in `referenced-data-file`). Default: `path`.
     pub location: Option<String>,
     /// The delete files that apply to this data file (the caller decides, from sequence numbers).
+    #[serde(default, deserialize_with = "objects")]
     pub deletes: Option<Vec<DeleteSource>>,
     /// Planning facts the caller's manifests record (read from the file when absent; used by
     /// `planCompaction` and by `compactGeneration` with a `plan`).
@@ -239,6 +244,7 @@ pub struct CompactionPlanResult {
     #[serde(default, deserialize_with = "unread")]
     pub due: bool,
     /// One per partition tuple, in order of first appearance.
+    #[serde(deserialize_with = "all_objects")]
     pub groups: Vec<PlanGroup>,
     #[serde(default, deserialize_with = "unread")]
     pub rewrite_files: u32,
@@ -273,6 +279,24 @@ pub struct PlanGroup {
     /// Files the rewrite writes (0 when kept).
     #[serde(default, deserialize_with = "unread")]
     pub expected_files: i64,
+}
+
+// Option objects are read from JS objects only: serde's derived structs would also take an
+// array of their fields in order (`sortBy: [['ts', true]]`), which the contract does not.
+
+/// An optional option object.
+fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Obj<T>>::deserialize(d)?.map(|o| o.0))
+}
+
+/// An optional array of option objects.
+fn objects<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    Ok(Option::<Vec<Obj<T>>>::deserialize(d)?.map(|v| v.into_iter().map(|o| o.0).collect()))
+}
+
+/// An array of option objects.
+fn all_objects<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Vec::<Obj<T>>::deserialize(d)?.into_iter().map(|o| o.0).collect())
 }
 
 /// Indexes into `files`: JS numbers (not BigInts), non-negative integers.

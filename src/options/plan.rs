@@ -154,7 +154,7 @@ mod tests {
     use serde_json::json;
 
     fn opts(v: serde_json::Value) -> Result<CompactOptions> {
-        crate::options::parse("", crate::options::values::js_numbers(v), |e| e.to_string())
+        crate::options::parse_options(crate::options::values::js_numbers(v), |e| e.to_string())
     }
 
     #[test]

@@ -232,6 +232,29 @@ impl<'de> Deserialize<'de> for Equals {
     }
 }
 
+/// An option object `T`, read from a JS object only (not from an array of its fields in order,
+/// which serde's derived structs also take).
+#[derive(Debug, Clone)]
+pub struct Obj<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                // (the interface's name: the type's, without its module path)
+                let name = std::any::type_name::<T>().rsplit("::").next().unwrap_or("");
+                write!(f, "an object ({name} in index.d.ts)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Obj)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 /// One `files` entry: a path, or `InputFile`.
 #[derive(Debug, Clone)]
 pub enum FileArg {
