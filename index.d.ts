@@ -37,7 +37,10 @@ export interface ColumnMetrics {
  */
 export declare function compactGeneration(files: Array<string | InputFile>, opts: CompactOptions): Promise<CompactResult>
 
-/** What `planCompaction` decided. */
+/**
+ * What `planCompaction` decided. Handed back as `compactGeneration`'s `plan`, only `paths` and
+ * each group's `action`, `rewrite` and `keep` are read; the rest is reported, not checked.
+ */
 export interface CompactionPlanResult {
   /** The planned files' paths, in `files` order. */
   paths: Array<string>
@@ -51,7 +54,10 @@ export interface CompactionPlanResult {
   keepBytes: number
 }
 
-/** Options of `compactGeneration` (the TypeScript shape; values are validated in Rust). */
+/**
+ * Options of `compactGeneration`. `planCompaction` takes the same object (`Partial<CompactOptions>`):
+ * it reads the layout options and the planning rules and accepts the other keys unused.
+ */
 export interface CompactOptions {
   /** Directory for the new data files; created if missing. */
   outDir: string
@@ -61,12 +67,13 @@ export interface CompactOptions {
   batchRows?: number
   /** Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB. */
   batchBytes?: number
+  /** Each output file is sorted end to end by these columns (top-level primitive columns). */
+  sortBy?: Array<SortKeyOptions>
   /**
-   * Each output file is sorted end to end by these columns (top-level primitive columns);
-   * `nullsFirst` defaults to true ascending, false descending (Iceberg's default null order).
+   * The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0.
+   * For `planCompaction`: a file whose `sortOrderId` (from its manifest) equals this non-zero
+   * id is known sorted.
    */
-  sortBy?: Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>
-  /** The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0. */
   sortOrderId?: number
   /**
    * Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
@@ -75,12 +82,8 @@ export interface CompactOptions {
    * (`spill.bytes` in the result).
    */
   tmpDir?: string
-  /**
-   * Iceberg partition spec: `transform` one of identity (default), year, month, day, hour,
-   * bucket[N], truncate[W]; `name` the partition field name (default Iceberg's: `date_day`
-   * for day(date), the column itself for identity). No output file spans two tuples.
-   */
-  partitionBy?: Array<{ column: string; transform?: string; name?: string }>
+  /** Iceberg partition spec. No output file spans two tuples. */
+  partitionBy?: Array<PartitionFieldOptions>
   /**
    * Keep the first row of each value of this column (in `files` order, then row order) and
    * drop later ones; a null key never equals anything (every null-key row is kept).
@@ -93,13 +96,8 @@ export interface CompactOptions {
   compression?: 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'
   /** A level for `compression` (zstd 1-22, gzip 0-9); needs `compression`. */
   compressionLevel?: number
-  /**
-   * Rows whose `column` — or the value at object `path` inside a VARIANT or JSON-string
-   * column — equals `equals` are written to the side Parquet file `to` (same schema and
-   * codec; created only when a row matches; must not exist) instead of the data files.
-   * Applied after deletes, before dedupe.
-   */
-  divert?: { column: string; path?: string[]; equals: string | number | boolean; to: string }
+  /** Rows to write to a side Parquet file instead of the data files. */
+  divert?: DivertOptions
   /**
    * Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
    * the output's absolute path.
@@ -127,17 +125,29 @@ export interface CompactOptions {
    * With `plan`: 'link' (default: hard links in outDir, a copy across file systems) or
    * 'in-place' (kept files stay where they are).
    */
-  keep?: 'link' | 'in-place'
-  /** The planning rules (see `PlanOptions`), accepted so one object serves both calls. */
+  keep?: KeepMode
+  /**
+   * Planning rule: files of at least this size (and at most `maxFileBytes`), with no deletes,
+   * one tuple and (with `sortBy`) known sorted, are sealed: always kept. Default 0.75 ×
+   * targetFileBytes.
+   */
   minFileBytes?: number
+  /** Planning rule: files above this are split. Default 1.8 × targetFileBytes. */
   maxFileBytes?: number
+  /**
+   * Planning rule: unsealed files in a tuple that make it due (when rewriting them writes
+   * fewer files). Default 5; a caller that knows a day is closed may pass 2 (or 1).
+   */
   minInputFiles?: number
   /**
    * With `plan` and `dedupeBy`: 'call' (default: no rewritten row repeats a key of any kept
-   * file) or 'tuple' (only of the kept files of its own tuple).
+   * file) or 'tuple' (only of the kept files of its own tuple; for `planCompaction`: the
+   * dedupe key embeds the partition columns, so kept files of other tuples need not be read).
    */
-  dedupeScope?: 'call' | 'tuple'
+  dedupeScope?: DedupeScope
+  /** Aborting it rejects the call with `ERR_ABORTED` and removes every file of the call. */
   signal?: AbortSignal
+  /** Called (non-blocking) as the call progresses. */
   onProgress?: (progress: ProgressEvent) => void
 }
 
@@ -174,13 +184,19 @@ export interface CompactResult {
   spill: SpillReport
 }
 
+/** `dedupeScope`: which kept files' keys a rewrite must not repeat. */
+export type DedupeScope = 'call' | 'tuple'
+
+/** The kinds of delete file (`DeleteSource.kind`). */
+export type DeleteKind = 'position' | 'deletion-vector' | 'equality'
+
 /**
  * `{ kind: 'position', path }` (a position-delete Parquet file), `{ kind: 'deletion-vector',
  * path, offset, length }` (a Puffin `deletion-vector-v1` blob, located as the manifest records
  * it) or `{ kind: 'equality', path, fieldIds }` (an equality-delete Parquet file).
  */
 export interface DeleteSource {
-  kind: 'position' | 'deletion-vector' | 'equality'
+  kind: DeleteKind
   path: string
   offset?: number
   length?: number
@@ -193,6 +209,22 @@ export interface DivertedFile {
   path: string
   rows: number
 }
+
+/**
+ * Rows whose `column` — or the value at object `path` inside a VARIANT or JSON-string column —
+ * equals `equals` are written to the side Parquet file `to` (same schema and codec; created
+ * only when a row matches; must not exist) instead of the data files. Applied after deletes,
+ * before dedupe.
+ */
+export interface DivertOptions {
+  column: string
+  path?: Array<string>
+  equals: string | number | boolean
+  to: string
+}
+
+/** `err.code` of a rejected call (README: the API section's errors). */
+export type ErrorCode = 'ERR_INVALID_OPTIONS' | 'ERR_INPUT_NOT_FOUND' | 'ERR_INPUT_CORRUPT' | 'ERR_SCHEMA_CONFLICT' | 'ERR_IO' | 'ERR_ABORTED' | 'ERR_VERIFY_FAILED' | 'ERR_INTERNAL'
 
 /**
  * The file as the Iceberg DataFile record a manifest writer takes (the spec's field names;
@@ -241,12 +273,15 @@ export interface InputFile {
    * By partition field name, typed as `dataFile.partition` (numbers, BigInts, strings,
    * Buffers, booleans, null compare by value).
    */
-  partition?: Record<string, unknown>
+  partition?: Record<string, string | number | bigint | boolean | Buffer | null>
   /** The sort order the manifest records for this file. */
   sortOrderId?: number
   /** The caller needs this file rewritten: its group is due (reason 'forced'). */
   rewrite?: boolean
 }
+
+/** `keep`: what becomes of the files a plan keeps. */
+export type KeepMode = 'link' | 'in-place'
 
 export interface OutputFile {
   /** Final path under outDir. */
@@ -267,18 +302,33 @@ export interface OutputFile {
   input?: number
 }
 
+/** One field of the partition spec. */
+export interface PartitionFieldOptions {
+  column: string
+  /** One of identity (default), year, month, day, hour, bucket[N], truncate[W]. */
+  transform?: string
+  /**
+   * The partition field name (default Iceberg's: `date_day` for day(date), the column itself
+   * for identity).
+   */
+  name?: string
+}
+
+/** A plan group's decision. */
+export type PlanAction = 'rewrite' | 'keep'
+
 /**
  * Decides, per partition tuple, whether compacting it changes anything: rewrite or keep, with
  * reasons. Reads nothing the caller passed in `files` (size, partition, sort order); reads
  * footers (and partition columns whose statistics do not settle them) otherwise.
  */
-export declare function planCompaction(files: Array<string | InputFile>, opts: PlanOptions): Promise<CompactionPlanResult>
+export declare function planCompaction(files: Array<string | InputFile>, opts: Partial<CompactOptions>): Promise<CompactionPlanResult>
 
 /** One partition tuple's decision. */
 export interface PlanGroup {
   /** The tuple's partition values, typed as `OutputFile.partition`. */
   partition: Record<string, unknown>
-  action: 'rewrite' | 'keep'
+  action: PlanAction
   /**
    * Why it is rewritten (stable words: 'deletes', 'oversize', 'unsorted', 'small-files',
    * 'fills-target', 'spans-tuples', 'forced'); empty when kept.
@@ -292,45 +342,24 @@ export interface PlanGroup {
   expectedFiles: number
 }
 
-/**
- * Options of `planCompaction` (the TypeScript shape; values are validated in Rust): the
- * layout options of `compactGeneration` — pass the same object — and the planning rules.
- */
-export interface PlanOptions {
-  /** As in `CompactOptions`; other `CompactOptions` keys are accepted and not used. */
-  targetFileBytes?: number
-  partitionBy?: Array<{ column: string; transform?: string; name?: string }>
-  sortBy?: Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>
-  /** A file whose `sortOrderId` (from its manifest) equals this non-zero id is known sorted. */
-  sortOrderId?: number
-  dedupeBy?: string
-  /**
-   * Files of at least this size (and at most `maxFileBytes`), with no deletes, one tuple and
-   * (with `sortBy`) known sorted, are sealed: always kept. Default 0.75 × targetFileBytes.
-   */
-  minFileBytes?: number
-  /** Files above this are split. Default 1.8 × targetFileBytes. */
-  maxFileBytes?: number
-  /**
-   * Unsealed files in a tuple that make it due (when rewriting them writes fewer files).
-   * Default 5; a caller that knows a day is closed may pass 2 (or 1).
-   */
-  minInputFiles?: number
-  /**
-   * 'call' (default) or 'tuple' (the dedupe key embeds the partition columns, so kept files
-   * of other tuples need not be read).
-   */
-  dedupeScope?: 'call' | 'tuple'
-}
-
 /** Progress of a running call, delivered to `onProgress` without blocking the pool. */
 export interface ProgressEvent {
-  /** `plan`, `write`, `verify` or `done`. */
-  phase: string
+  phase: ProgressPhase
   rowsRead: number
   rowsWritten: number
   bytesWritten: number
   filesWritten: number
+}
+
+/** The phases of a call, in order, as `ProgressEvent.phase` reports them. */
+export type ProgressPhase = 'plan' | 'write' | 'verify' | 'done'
+
+/** One `sortBy` key. */
+export interface SortKeyOptions {
+  column: string
+  descending?: boolean
+  /** Default true ascending, false descending (Iceberg's default null order). */
+  nullsFirst?: boolean
 }
 
 /** What a call spilled to `tmpDir`. */

@@ -836,4 +836,10 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.compactGeneration = nativeBinding.compactGeneration
+module.exports.DedupeScope = nativeBinding.DedupeScope
+module.exports.DeleteKind = nativeBinding.DeleteKind
+module.exports.ErrorCode = nativeBinding.ErrorCode
+module.exports.KeepMode = nativeBinding.KeepMode
+module.exports.PlanAction = nativeBinding.PlanAction
 module.exports.planCompaction = nativeBinding.planCompaction
+module.exports.ProgressPhase = nativeBinding.ProgressPhase

@@ -3,7 +3,8 @@
 // The build regenerates index.d.ts and index.js from the #[napi] declarations (@napi-rs/cli);
 // they are the user-facing contract, so a build that changes them must fail the tests until the
 // change is committed: the TypeScript a user reads is the one the addon exports.
-//   node scripts/check-generated.js    (after `npm run build:test`)
+//   node scripts/check-generated.js    (after `npm run build`; `build:test` writes its index.d.ts
+//   under target/test-addon and does not touch these)
 
 const { execFileSync } = require('child_process')
 const path = require('path')

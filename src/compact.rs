@@ -22,7 +22,7 @@ use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
 use crate::plan::{build_plan, Plan};
 pub use crate::report::Progress;
-use crate::report::{build_report, data_file_location, CompactReport, FileReport, Outcome};
+use crate::report::{build_report, data_file_location, CompactReport, FileReport, Outcome, Phase};
 use crate::spill::SpillDir;
 use crate::verify::{verify_as_written, verify_outputs};
 use crate::write::{writer_properties, Outputs, Written, WrittenFile};
@@ -60,7 +60,7 @@ fn run(
         let kept = crate::keep::carry_alone(carry, opts, cancel)?;
         return Ok(empty_generation(opts, kept, started, progress));
     }
-    progress(&Progress { phase: "plan", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
+    progress(&Progress { phase: Phase::Plan, rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let (mut plan, opts) = plan_call(files, opts)?;
     let opts = &opts;
     let mut keys = Keys::new(&plan, opts)?;
@@ -118,7 +118,7 @@ fn run(
         let (files_written, tuples): (Vec<WrittenFile>, Vec<Option<usize>>) = written.into_iter().unzip();
         check_cancel(cancel)?;
         if opts.verify {
-            progress(&snapshot("verify"));
+            progress(&snapshot(Phase::Verify));
         }
         verify_outputs(verifier, &files_written, &plan, opts, &limits, &digest, cancel)?;
         check_cancel(cancel)?;
@@ -148,7 +148,7 @@ fn run(
         if let Some(d) = stages.diverter.take() {
             d.commit();
         }
-        progress(&snapshot("done"));
+        progress(&snapshot(Phase::Done));
         Ok(report)
     })
 }
@@ -156,7 +156,7 @@ fn run(
 /// An empty generation (everything expired, or a plan that rewrites nothing): nothing to read,
 /// no data file to create; `kept`, the plan's kept files, were carried over.
 fn empty_generation(opts: &Options, kept: Vec<(usize, FileReport)>, started: Instant, progress: &dyn Fn(&Progress)) -> CompactReport {
-    progress(&Progress { phase: "done", rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
+    progress(&Progress { phase: Phase::Done, rows_read: 0, rows_written: 0, bytes_written: 0, files_written: 0 });
     let diverted = opts.divert.as_ref().map(|d| (d.to.display().to_string(), 0));
     build_report(None, Vec::new(), Outcome { diverted, kept, elapsed_ms: started.elapsed().as_secs_f64() * 1000.0, ..Outcome::default() })
 }

@@ -1,12 +1,17 @@
-//! The N-API layer, kept thin: converts the JS arguments, hands the work to a blocking thread
+//! The N-API layer, kept thin: parses the JS arguments into the typed contract
+//! (`options::contract`, with napi's serde deserializer), hands the work to a blocking thread
 //! of the addon's tokio runtime (not libuv's pool), wires AbortSignal and the progress
 //! callback, and turns the outcome into a resolved result or an `Error` with our `code`.
+//! Memory: the parsed arguments (the options and the `files` list), copied once out of JS.
 
 use crate::compact::{run_guarded, Progress};
 use crate::error::CompactError;
 use crate::gate::Gate;
 use crate::node_result::{to_js, CompactResult};
-use crate::options::{Options, RawValue};
+use crate::options::contract::CompactOptions;
+use crate::options::values::{FileArg, Obj};
+use crate::options::{parse, Options};
+use crate::report::Phase;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, ValueType};
@@ -14,133 +19,63 @@ use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// The phases of a call, in order, as `ProgressEvent.phase` reports them.
+#[napi(string_enum = "lowercase")]
+pub enum ProgressPhase {
+    Plan,
+    Write,
+    Verify,
+    Done,
+}
+
+/// `err.code` of a rejected call (README: the API section's errors).
+#[napi(string_enum)]
+pub enum ErrorCode {
+    /// An option or `files` entry is invalid; the message names it, what was expected and what was given.
+    #[napi(value = "ERR_INVALID_OPTIONS")]
+    InvalidOptions,
+    #[napi(value = "ERR_INPUT_NOT_FOUND")]
+    InputNotFound,
+    #[napi(value = "ERR_INPUT_CORRUPT")]
+    InputCorrupt,
+    #[napi(value = "ERR_SCHEMA_CONFLICT")]
+    SchemaConflict,
+    /// Including disk full.
+    #[napi(value = "ERR_IO")]
+    Io,
+    #[napi(value = "ERR_ABORTED")]
+    Aborted,
+    #[napi(value = "ERR_VERIFY_FAILED")]
+    VerifyFailed,
+    /// A caught panic.
+    #[napi(value = "ERR_INTERNAL")]
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code of `e` (the same string as `CompactError::code`).
+    fn of(e: &CompactError) -> ErrorCode {
+        match e {
+            CompactError::InvalidOptions(_) => ErrorCode::InvalidOptions,
+            CompactError::InputNotFound { .. } => ErrorCode::InputNotFound,
+            CompactError::InputCorrupt { .. } => ErrorCode::InputCorrupt,
+            CompactError::SchemaConflict { .. } => ErrorCode::SchemaConflict,
+            CompactError::Io { .. } => ErrorCode::Io,
+            CompactError::Aborted => ErrorCode::Aborted,
+            CompactError::VerifyFailed { .. } => ErrorCode::VerifyFailed,
+            CompactError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+}
+
 /// Progress of a running call, delivered to `onProgress` without blocking the pool.
 #[napi(object)]
 pub struct ProgressEvent {
-    /// `plan`, `write`, `verify` or `done`.
-    pub phase: String,
+    pub phase: ProgressPhase,
     pub rows_read: i64,
     pub rows_written: i64,
     pub bytes_written: i64,
     pub files_written: i64,
-}
-
-/// Options of `compactGeneration` (the TypeScript shape; values are validated in Rust).
-#[allow(dead_code)]
-#[napi(object, object_to_js = false)]
-pub struct CompactOptions {
-    /// Directory for the new data files; created if missing.
-    pub out_dir: String,
-    /// File size goal in bytes actually written. Default 128 MiB.
-    pub target_file_bytes: Option<f64>,
-    /// Most rows in one decoded batch; also caps a row group. Default 10,000.
-    pub batch_rows: Option<f64>,
-    /// Most decoded (Arrow) bytes in one batch; also caps a row group. Default 32 MiB.
-    pub batch_bytes: Option<f64>,
-    /// Each output file is sorted end to end by these columns (top-level primitive columns);
-    /// `nullsFirst` defaults to true ascending, false descending (Iceberg's default null order).
-    #[napi(ts_type = "Array<{ column: string; descending?: boolean; nullsFirst?: boolean }>")]
-    pub sort_by: Option<Vec<String>>,
-    /// The Iceberg sort order id reported for files sorted by `sortBy` (requires `sortBy`). Default 0.
-    pub sort_order_id: Option<f64>,
-    /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
-    /// Created if missing (and removed again); run files are removed on success and failure.
-    /// Each run file is one zstd stream: runs take about what the tuple's rows take compressed
-    /// (`spill.bytes` in the result).
-    pub tmp_dir: Option<String>,
-    /// Iceberg partition spec: `transform` one of identity (default), year, month, day, hour,
-    /// bucket[N], truncate[W]; `name` the partition field name (default Iceberg's: `date_day`
-    /// for day(date), the column itself for identity). No output file spans two tuples.
-    #[napi(ts_type = "Array<{ column: string; transform?: string; name?: string }>")]
-    pub partition_by: Option<Vec<String>>,
-    /// Keep the first row of each value of this column (in `files` order, then row order) and
-    /// drop later ones; a null key never equals anything (every null-key row is kept).
-    pub dedupe_by: Option<String>,
-    /// Default: the inputs' own codec (the one holding the most input bytes; zstd at level 3
-    /// when that is zstd), so the table keeps a codec its readers already decode.
-    #[napi(ts_type = "'zstd' | 'snappy' | 'gzip' | 'lz4' | 'none'")]
-    pub compression: Option<String>,
-    /// A level for `compression` (zstd 1-22, gzip 0-9); needs `compression`.
-    pub compression_level: Option<f64>,
-    /// Rows whose `column` — or the value at object `path` inside a VARIANT or JSON-string
-    /// column — equals `equals` are written to the side Parquet file `to` (same schema and
-    /// codec; created only when a row matches; must not exist) instead of the data files.
-    /// Applied after deletes, before dedupe.
-    #[napi(ts_type = "{ column: string; path?: string[]; equals: string | number | boolean; to: string }")]
-    pub divert: Option<String>,
-    /// Location prefix for `dataFile.file_path` (e.g. the table's `file:///…/data/`); default:
-    /// the output's absolute path.
-    pub out_location: Option<String>,
-    /// Threads this call may use (default: the machine's available parallelism); concurrent
-    /// calls share the cores through the call gate. With more than one, verification runs
-    /// beside writing.
-    pub threads: Option<f64>,
-    /// Output files are `<prefix>-<n>.parquet`. Default: random per call.
-    pub file_name_prefix: Option<String>,
-    /// Re-read the outputs before publishing: row counts and a content digest of every row
-    /// against the surviving input rows. Default true.
-    pub verify: Option<bool>,
-    /// A `planCompaction` result for these `files`: only the files of its 'rewrite' groups are
-    /// read and written; the files it keeps are carried into `outDir` (`result.kept`).
-    #[napi(ts_type = "CompactionPlanResult")]
-    pub plan: Option<String>,
-    /// With `plan`: 'link' (default: hard links in outDir, a copy across file systems) or
-    /// 'in-place' (kept files stay where they are).
-    #[napi(ts_type = "'link' | 'in-place'")]
-    pub keep: Option<String>,
-    /// The planning rules (see `PlanOptions`), accepted so one object serves both calls.
-    pub min_file_bytes: Option<f64>,
-    pub max_file_bytes: Option<f64>,
-    pub min_input_files: Option<f64>,
-    /// With `plan` and `dedupeBy`: 'call' (default: no rewritten row repeats a key of any kept
-    /// file) or 'tuple' (only of the kept files of its own tuple).
-    #[napi(ts_type = "'call' | 'tuple'")]
-    pub dedupe_scope: Option<String>,
-    #[napi(ts_type = "AbortSignal")]
-    pub signal: Option<String>,
-    #[napi(ts_type = "(progress: ProgressEvent) => void")]
-    pub on_progress: Option<String>,
-}
-
-/// A data file of the generation with the deletes that apply to it.
-#[allow(dead_code)]
-#[napi(object, object_to_js = false)]
-pub struct InputFile {
-    /// Local path to read.
-    pub path: String,
-    /// The file's location as the table's manifests record it (what position deletes reference
-    /// in `file_path`, and deletion vectors in `referenced-data-file`). Default: `path`.
-    pub location: Option<String>,
-    /// The delete files that apply to this data file (the caller decides, from sequence numbers).
-    pub deletes: Option<Vec<DeleteSource>>,
-    /// Planning facts the caller's manifests record (read from the file when absent; used by
-    /// `planCompaction` and by `compactGeneration` with a `plan`).
-    #[napi(ts_type = "number | bigint")]
-    pub file_size_in_bytes: Option<f64>,
-    #[napi(ts_type = "number | bigint")]
-    pub record_count: Option<f64>,
-    /// By partition field name, typed as `dataFile.partition` (numbers, BigInts, strings,
-    /// Buffers, booleans, null compare by value).
-    #[napi(ts_type = "Record<string, unknown>")]
-    pub partition: Option<String>,
-    /// The sort order the manifest records for this file.
-    pub sort_order_id: Option<f64>,
-    /// The caller needs this file rewritten: its group is due (reason 'forced').
-    pub rewrite: Option<bool>,
-}
-
-/// `{ kind: 'position', path }` (a position-delete Parquet file), `{ kind: 'deletion-vector',
-/// path, offset, length }` (a Puffin `deletion-vector-v1` blob, located as the manifest records
-/// it) or `{ kind: 'equality', path, fieldIds }` (an equality-delete Parquet file).
-#[allow(dead_code)]
-#[napi(object, object_to_js = false)]
-pub struct DeleteSource {
-    #[napi(ts_type = "'position' | 'deletion-vector' | 'equality'")]
-    pub kind: String,
-    pub path: String,
-    pub offset: Option<f64>,
-    pub length: Option<f64>,
-    pub field_ids: Option<Vec<i32>>,
 }
 
 type ProgressFn = ThreadsafeFunction<ProgressEvent, (), ProgressEvent, Status, false, true>;
@@ -241,45 +176,27 @@ fn invalid(msg: impl Into<String>) -> Prep {
 }
 
 fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHook>) -> std::result::Result<Prepared, Prep> {
-    if files.get_type()? != ValueType::Object || !files.is_array()? {
-        return Err(invalid("'files' must be an array of file paths or { path, location?, deletes? }"));
-    }
-    let list: Array = unsafe { files.cast()? };
-    let mut items = Vec::with_capacity(list.len() as usize);
-    for i in 0..list.len() {
-        let item: Unknown = list.get(i)?.ok_or_else(|| invalid(format!("files[{i}] is missing")))?;
-        // files[i].deletes[j].fieldIds[k]: four levels below the entry.
-        items.push(raw_value_at(env, &item, 0, MAX_FILE_DEPTH)?);
-    }
-    let paths = crate::options::input_files(&items).map_err(Prep::Compact)?;
+    let paths = crate::options::input_files(&parse_files(files).map_err(Prep::Compact)?).map_err(Prep::Compact)?;
     if opts.get_type()? != ValueType::Object {
         return Err(invalid("'opts' must be an object with at least 'outDir'"));
     }
     let obj: Object = unsafe { opts.cast()? };
-    let keys: Array = unsafe { obj.get_property_names()?.to_unknown().cast()? };
-    let mut entries = Vec::new();
-    let mut signal = None;
-    let mut on_progress = None;
-    for i in 0..keys.len() {
-        let Some(key) = keys.get::<String>(i)? else { continue };
-        let value: Unknown = obj.get_named_property(&key)?;
-        let vt = value.get_type()?;
-        match key.as_str() {
-            "signal" if vt == ValueType::Object => signal = Some(value),
-            "signal" if vt != ValueType::Undefined && vt != ValueType::Null => return Err(invalid("'signal' must be an AbortSignal")),
-            "onProgress" if vt == ValueType::Function => on_progress = Some(value),
-            "onProgress" if vt != ValueType::Undefined && vt != ValueType::Null => return Err(invalid("'onProgress' must be a function")),
-            _ => {}
-        }
-        // The signal and callback are taken as they are above, not converted.
-        let converted = if key == "signal" || key == "onProgress" {
-            RawValue::Other(format!("{vt:?}").to_lowercase())
-        } else {
-            raw_value(env, &value)?
-        };
-        entries.push((key, converted));
-    }
-    let options = Options::from_raw(&entries).map_err(Prep::Compact)?;
+    // `signal` and `onProgress` are taken as the JS values they are (parsing only admits the
+    // keys: `values::JsOnly`).
+    let signal: Unknown = obj.get_named_property("signal")?;
+    let on_progress: Unknown = obj.get_named_property("onProgress")?;
+    let signal = match signal.get_type()? {
+        ValueType::Object => Some(signal),
+        ValueType::Undefined | ValueType::Null => None,
+        other => return Err(invalid(format!("'signal' must be an AbortSignal, got {}", type_name(other)))),
+    };
+    let on_progress = match on_progress.get_type()? {
+        ValueType::Function => Some(on_progress),
+        ValueType::Undefined | ValueType::Null => None,
+        other => return Err(invalid(format!("'onProgress' must be a function, got {}", type_name(other)))),
+    };
+    let parsed: CompactOptions = parse_value::<Obj<CompactOptions>>(&obj, "").map_err(Prep::Compact)?.0;
+    let options = Options::validate(&parsed).map_err(Prep::Compact)?;
     let cancel = Arc::new(AtomicBool::new(false));
     if let Some(signal) = signal {
         let signal: Object = unsafe { signal.cast()? };
@@ -306,59 +223,34 @@ fn prepare(env: &Env, files: &Unknown, opts: &Unknown, hook: &mut Option<AbortHo
     Ok(Prepared { files: paths, options, cancel, progress })
 }
 
-/// Nesting depth converted for option values (`divert: { path: [key] }` needs 2;
-/// `plan: { groups: [{ partition: { name: value } }] }` needs 4).
-pub(crate) const MAX_OPTION_DEPTH: usize = 5;
-/// Nesting depth converted for a `files` entry.
-pub(crate) const MAX_FILE_DEPTH: usize = 4;
-
-fn raw_value(env: &Env, v: &Unknown) -> Result<RawValue> {
-    raw_value_at(env, v, 0, MAX_OPTION_DEPTH)
+/// The `files` argument, parsed as `Array<string | InputFile>`.
+pub(crate) fn parse_files(files: &Unknown) -> std::result::Result<Vec<FileArg>, CompactError> {
+    let js = |e: napi::Error| CompactError::InvalidOptions(e.reason.clone());
+    if files.get_type().map_err(js)? != ValueType::Object || !files.is_array().map_err(js)? {
+        return Err(CompactError::InvalidOptions("'files' must be an array of file paths or { path, location?, deletes? }".into()));
+    }
+    let list: Object = unsafe { files.cast().map_err(js)? };
+    parse_value(&list, "files")
 }
 
-pub(crate) fn raw_value_at(env: &Env, v: &Unknown, depth: usize, max: usize) -> Result<RawValue> {
-    let raw = v.raw();
-    if v.get_type()? == ValueType::Object && v.is_buffer()? {
-        let bytes = unsafe { napi::bindgen_prelude::Buffer::from_napi_value(env.raw(), raw)? };
-        return Ok(RawValue::Bytes(bytes.to_vec()));
-    }
-    if v.get_type()? == ValueType::Object && depth < max {
-        if v.is_array()? {
-            let list: Array = unsafe { v.cast()? };
-            let mut items = Vec::with_capacity(list.len() as usize);
-            for i in 0..list.len() {
-                let item: Unknown = list.get(i)?.ok_or_else(|| napi::Error::from_reason("array hole"))?;
-                items.push(raw_value_at(env, &item, depth + 1, max)?);
-            }
-            return Ok(RawValue::Array(items));
-        }
-        let obj: Object = unsafe { v.cast()? };
-        let keys: Array = unsafe { obj.get_property_names()?.to_unknown().cast()? };
-        let mut entries = Vec::new();
-        for i in 0..keys.len() {
-            let Some(key) = keys.get::<String>(i)? else { continue };
-            let value: Unknown = obj.get_named_property(&key)?;
-            entries.push((key, raw_value_at(env, &value, depth + 1, max)?));
-        }
-        return Ok(RawValue::Object(entries));
-    }
-    Ok(match v.get_type()? {
-        ValueType::Undefined => RawValue::Undefined,
-        ValueType::Null => RawValue::Null,
-        ValueType::Boolean => RawValue::Bool(unsafe { bool::from_napi_value(env.raw(), raw)? }),
-        ValueType::Number => RawValue::Number(unsafe { f64::from_napi_value(env.raw(), raw)? }),
-        ValueType::String => RawValue::String(unsafe { String::from_napi_value(env.raw(), raw)? }),
-        ValueType::BigInt => match unsafe { napi::bindgen_prelude::BigInt::from_napi_value(env.raw(), raw)? }.get_i128() {
-            (n, true) => RawValue::BigInt(n),
-            _ => RawValue::Other("bigint beyond 128 bits".into()),
-        },
-        other => RawValue::Other(format!("{other:?}").to_lowercase()),
-    })
+/// Parses `T` from a JS object (or array) with napi's serde deserializer; errors name the
+/// option (`root` and the path below it).
+pub(crate) fn parse_value<T: serde::de::DeserializeOwned>(value: &Object, root: &str) -> std::result::Result<T, CompactError> {
+    parse(root, &mut napi::De::new(value), |e: napi::Error| e.reason.clone())
+}
+
+fn type_name(t: ValueType) -> String {
+    format!("{t:?}").to_lowercase()
 }
 
 fn progress_event(p: &Progress) -> ProgressEvent {
     ProgressEvent {
-        phase: p.phase.to_string(),
+        phase: match p.phase {
+            Phase::Plan => ProgressPhase::Plan,
+            Phase::Write => ProgressPhase::Write,
+            Phase::Verify => ProgressPhase::Verify,
+            Phase::Done => ProgressPhase::Done,
+        },
         rows_read: p.rows_read as i64,
         rows_written: p.rows_written as i64,
         bytes_written: p.bytes_written as i64,
@@ -373,7 +265,7 @@ fn progress_event(p: &Progress) -> ProgressEvent {
 pub(crate) fn js_error(env: &Env, e: &CompactError) -> napi::Error {
     let build = || -> Result<napi::Error> {
         let mut obj = env.create_error(napi::Error::new(Status::GenericFailure, e.to_string()))?;
-        obj.set_named_property("code", e.code())?;
+        obj.set_named_property("code", ErrorCode::of(e))?;
         if let Some(path) = e.path() {
             obj.set_named_property("path", path)?;
         }

@@ -1,81 +1,22 @@
-//! Option validation, in one place. The N-API layer hands over the JS options object as
-//! loosely typed `RawValue`s; everything is checked here and turned into `Options`.
+//! Option validation, in one place. The JS options are parsed into the typed structs of
+//! `contract` (napi's serde deserializer in the N-API layer, JSON in unit tests); `validate`
+//! checks ranges and rules between fields and turns them into `Options`.
 //! Memory: nothing beyond the options themselves.
 
 mod columns;
+pub mod contract;
 mod files;
 pub mod plan;
+pub mod values;
 use columns::{divert, partition_by, sort_by};
+pub use contract::CompactOptions;
 pub use files::{input_files, plan_inputs, Key, PlanInput};
 
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::PartitionField;
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
+use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
-
-/// A JS value as the N-API layer saw it, before validation.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawValue {
-    Undefined,
-    Null,
-    Bool(bool),
-    Number(f64),
-    String(String),
-    Array(Vec<RawValue>),
-    /// A plain object's own enumerable properties.
-    Object(Vec<(String, RawValue)>),
-    /// A BigInt that fits 128 bits.
-    BigInt(i128),
-    /// A Buffer's (or Uint8Array's) bytes.
-    Bytes(Vec<u8>),
-    /// Any other JS type, named (`"function"`, `"bigint"`, …).
-    Other(String),
-}
-
-impl RawValue {
-    fn type_name(&self) -> String {
-        match self {
-            RawValue::Undefined => "undefined".into(),
-            RawValue::Null => "null".into(),
-            RawValue::Bool(_) => "boolean".into(),
-            RawValue::Number(_) => "number".into(),
-            RawValue::String(_) => "string".into(),
-            RawValue::Array(_) => "array".into(),
-            RawValue::Object(_) => "object".into(),
-            RawValue::BigInt(_) => "bigint".into(),
-            RawValue::Bytes(_) => "Buffer".into(),
-            RawValue::Other(t) => t.clone(),
-        }
-    }
-}
-
-/// Option keys of the README's API table (and `CompactOptions` in index.d.ts). `signal` and `onProgress` are consumed by the N-API layer.
-pub const KNOWN_KEYS: &[&str] = &[
-    "outDir",
-    "targetFileBytes",
-    "batchRows",
-    "batchBytes",
-    "sortBy",
-    "sortOrderId",
-    "partitionBy",
-    "dedupeBy",
-    "compression",
-    "compressionLevel",
-    "fileNamePrefix",
-    "verify",
-    "tmpDir",
-    "divert",
-    "outLocation",
-    "threads",
-    "signal",
-    "onProgress",
-    "plan",
-    "keep",
-    "minFileBytes",
-    "maxFileBytes",
-    "minInputFiles",
-    "dedupeScope",
-];
 
 pub const DEFAULT_TARGET_FILE_BYTES: u64 = 128 * 1024 * 1024;
 pub const DEFAULT_BATCH_ROWS: usize = 10_000;
@@ -170,75 +111,101 @@ impl Options {
         self.compression.unwrap_or(Compression::ZSTD(default_zstd()))
     }
 
-    /// Validates the raw options object: `entries` are all own enumerable keys of the JS object.
-    pub fn from_raw(entries: &[(String, RawValue)]) -> Result<Self> {
-        let get = |key: &str| -> RawValue { entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined) };
-        for (key, _) in entries {
-            if !KNOWN_KEYS.contains(&key.as_str()) {
-                return Err(invalid(format!("unknown option '{key}'")));
-            }
+    /// Validates `compactGeneration`'s options: ranges, and the rules between fields.
+    pub fn validate(o: &CompactOptions) -> Result<Self> {
+        if o.out_dir.is_empty() {
+            return Err(invalid("'outDir' must be a non-empty string, got none or an empty string".into()));
         }
-        let out_dir = match get("outDir") {
-            RawValue::String(s) if !s.is_empty() => PathBuf::from(s),
-            v => return Err(invalid(format!("'outDir' must be a non-empty string, got {}", v.type_name()))),
-        };
-        let mut opts = Options::new(out_dir);
-        if let Some(n) = integer(&get("targetFileBytes"), "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)? {
+        let mut opts = Options::new(&o.out_dir);
+        if let Some(n) = integer(o.target_file_bytes, "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)? {
             opts.target_file_bytes = n as u64;
         }
-        if let Some(n) = integer(&get("batchRows"), "batchRows", 1.0, 1.0e9)? {
+        if let Some(n) = integer(o.batch_rows, "batchRows", 1.0, 1.0e9)? {
             opts.batch_rows = n as usize;
         }
-        if let Some(n) = integer(&get("batchBytes"), "batchBytes", 1024.0, 16.0 * 1024.0 * 1024.0 * 1024.0)? {
+        if let Some(n) = integer(o.batch_bytes, "batchBytes", 1024.0, 16.0 * 1024.0 * 1024.0 * 1024.0)? {
             opts.batch_bytes = n as usize;
         }
-        let level = integer(&get("compressionLevel"), "compressionLevel", -1e9, 1e9)?;
-        opts.compression = compression(&get("compression"), level)?;
-        opts.divert = divert(&get("divert"))?;
-        if let Some(n) = integer(&get("threads"), "threads", 1.0, 1024.0)? {
+        let level = integer(o.compression_level, "compressionLevel", -1e9, 1e9)?;
+        opts.compression = compression(o.compression.as_deref(), level)?;
+        opts.divert = divert(o.divert.as_ref())?;
+        if let Some(n) = integer(o.threads, "threads", 1.0, 1024.0)? {
             opts.threads = n as usize;
         }
-        match get("outLocation") {
-            RawValue::Undefined | RawValue::Null => {}
-            RawValue::String(s) if !s.is_empty() => opts.out_location = Some(s),
-            v => return Err(invalid(format!("'outLocation' must be a non-empty string, got {}", v.type_name()))),
+        opts.out_location = non_empty(&o.out_location, "outLocation", "a non-empty string")?;
+        if let Some(prefix) = &o.file_name_prefix {
+            check_prefix(prefix)?;
+            opts.file_name_prefix = prefix.clone();
         }
-        match get("fileNamePrefix") {
-            RawValue::Undefined | RawValue::Null => {}
-            RawValue::String(s) => {
-                check_prefix(&s)?;
-                opts.file_name_prefix = s;
-            }
-            v => return Err(invalid(format!("'fileNamePrefix' must be a string, got {}", v.type_name()))),
-        }
-        opts.partition_by = partition_by(&get("partitionBy"))?;
-        match get("dedupeBy") {
-            RawValue::Undefined | RawValue::Null => {}
-            RawValue::String(s) if !s.is_empty() => opts.dedupe_by = Some(s),
-            v => return Err(invalid(format!("'dedupeBy' must be a column name, got {}", v.type_name()))),
-        }
-        opts.sort_by = sort_by(&get("sortBy"))?;
-        if let Some(n) = integer(&get("sortOrderId"), "sortOrderId", 0.0, i32::MAX as f64)? {
+        opts.partition_by = partition_by(o.partition_by.as_deref())?;
+        opts.dedupe_by = non_empty(&o.dedupe_by, "dedupeBy", "a column name")?;
+        opts.sort_by = sort_by(o.sort_by.as_deref())?;
+        if let Some(n) = integer(o.sort_order_id, "sortOrderId", 0.0, i32::MAX as f64)? {
             if n > 0.0 && opts.sort_by.is_none() {
                 return Err(invalid("'sortOrderId' claims a sort order, but no 'sortBy' was given".into()));
             }
             opts.sort_order_id = n as i32;
         }
-        match get("tmpDir") {
-            RawValue::Undefined | RawValue::Null => {}
-            RawValue::String(s) if !s.is_empty() => opts.tmp_dir = Some(PathBuf::from(s)),
-            v => return Err(invalid(format!("'tmpDir' must be a non-empty string, got {}", v.type_name()))),
-        }
+        opts.tmp_dir = non_empty(&o.tmp_dir, "tmpDir", "a non-empty string")?.map(PathBuf::from);
         // The planning rules are validated as planCompaction does (they are the plan's, not
         // the rewrite's); the plan itself is checked against `files` by the call.
-        plan::plan_options(entries)?;
-        opts.plan = plan::plan_selection(&get("plan"), &get("keep"), &get("dedupeScope"))?;
-        match get("verify") {
-            RawValue::Undefined | RawValue::Null => {}
-            RawValue::Bool(b) => opts.verify = b,
-            v => return Err(invalid(format!("'verify' must be a boolean, got {}", v.type_name()))),
+        plan::plan_options(o)?;
+        opts.plan = plan::plan_selection(o.plan.as_ref(), o.keep, o.dedupe_scope)?;
+        if let Some(verify) = o.verify {
+            opts.verify = verify;
         }
         Ok(opts)
+    }
+}
+
+/// Parses `T` from `de` (napi's deserializer over a JS value, or JSON in tests); an error is
+/// `ERR_INVALID_OPTIONS` naming the option it is at (`root`, e.g. `files`, then the path inside:
+/// `files[3].deletes[0].kind`, `sortBy[1].descending`), what was expected and what was given.
+/// `reason` is the deserializer error's own message.
+pub fn parse<'de, T, D>(root: &str, de: D, reason: impl Fn(D::Error) -> String) -> Result<T>
+where
+    T: Deserialize<'de>,
+    D: Deserializer<'de>,
+{
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let at = match path.as_str() {
+            "." => root.to_string(),
+            p if root.is_empty() || p.starts_with('[') => format!("{root}{p}"),
+            p => format!("{root}.{p}"),
+        };
+        let msg = js_words(&reason(e.into_inner()));
+        invalid(if at.is_empty() { msg } else { format!("'{at}': {msg}") })
+    })
+}
+
+/// serde's and napi's words for JS values, in JS's: a "unit value" is null or undefined (both
+/// are visited as unit), a "map" an object, a "sequence" an array.
+fn js_words(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (from, to) in [
+        ("unit value", "null or undefined"),
+        ("invalid type: map", "invalid type: object"),
+        ("expected a sequence", "expected an array"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("typeof Function value could not be deserialized", "invalid type: function"),
+        ("typeof Symbol value could not be deserialized", "invalid type: symbol"),
+    ] {
+        out = out.replace(from, to);
+    }
+    out
+}
+
+/// The options object of `compactGeneration` and `planCompaction`, parsed (from an object only).
+pub fn parse_options<'de, D: Deserializer<'de>>(de: D, reason: impl Fn(D::Error) -> String) -> Result<CompactOptions> {
+    parse::<values::Obj<CompactOptions>, D>("", de, reason).map(|o| o.0)
+}
+
+/// An optional string option that must not be empty.
+fn non_empty(value: &Option<String>, name: &str, what: &str) -> Result<Option<String>> {
+    match value {
+        Some(s) if s.is_empty() => Err(invalid(format!("'{name}' must be {what}, got an empty string"))),
+        other => Ok(other.clone()),
     }
 }
 
@@ -268,23 +235,22 @@ fn invalid(msg: String) -> CompactError {
     CompactError::InvalidOptions(msg)
 }
 
-fn integer(value: &RawValue, name: &str, min: f64, max: f64) -> Result<Option<f64>> {
-    match value {
-        RawValue::Undefined | RawValue::Null => Ok(None),
-        RawValue::Number(n) if n.fract() == 0.0 && *n >= min && *n <= max => Ok(Some(*n)),
-        RawValue::Number(n) => Err(invalid(format!("'{name}' must be an integer in [{min}, {max}], got {n}"))),
-        v => Err(invalid(format!("'{name}' must be a number, got {}", v.type_name()))),
+/// An integral number in [min, max], or `None` when absent.
+fn integer(value: Option<values::Num>, name: &str, min: f64, max: f64) -> Result<Option<f64>> {
+    match value.map(|n| n.0) {
+        None => Ok(None),
+        Some(n) if n.fract() == 0.0 && n >= min && n <= max => Ok(Some(n)),
+        Some(n) => Err(invalid(format!("'{name}' must be an integer in [{min}, {max}], got {n}"))),
     }
 }
 
-fn compression(value: &RawValue, level: Option<f64>) -> Result<Option<Compression>> {
+fn compression(value: Option<&str>, level: Option<f64>) -> Result<Option<Compression>> {
     let name = match value {
-        RawValue::Undefined | RawValue::Null if level.is_some() => {
+        None if level.is_some() => {
             return Err(invalid("'compressionLevel' needs 'compression': without it the outputs keep the inputs' codec".into()))
         }
-        RawValue::Undefined | RawValue::Null => return Ok(None),
-        RawValue::String(s) => s.to_ascii_lowercase(),
-        v => return Err(invalid(format!("'compression' must be a string, got {}", v.type_name()))),
+        None => return Ok(None),
+        Some(s) => s.to_ascii_lowercase(),
     };
     let bad_level = |l: f64, range: &str| invalid(format!("'compressionLevel' {l} is out of range for {name} ({range})"));
     let codec = match name.as_str() {
@@ -338,46 +304,33 @@ pub fn random_prefix() -> String {
 mod tests {
     use super::*;
     use crate::iceberg::partition::Transform;
+    use serde_json::json;
 
-    fn raw(pairs: &[(&str, RawValue)]) -> Vec<(String, RawValue)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    /// `compactGeneration`'s options from JSON, parsed and validated as the N-API layer does.
+    fn options(v: serde_json::Value) -> Result<Options> {
+        Options::validate(&parse_options(values::js_numbers(v), |e| e.to_string())?)
     }
 
     #[test]
     fn defaults_and_overrides() {
-        let o = Options::from_raw(&raw(&[("outDir", RawValue::String("/tmp/x".into()))])).unwrap();
+        let o = options(json!({ "outDir": "/tmp/x" })).unwrap();
         assert_eq!(o.target_file_bytes, DEFAULT_TARGET_FILE_BYTES);
         assert_eq!(o.batch_rows, 10_000);
         assert_eq!(o.compression, None);
         assert!(o.file_name_prefix.starts_with("gc-"));
-        let o = Options::from_raw(&raw(&[
-            ("outDir", RawValue::String("/tmp/x".into())),
-            ("compression", RawValue::String("snappy".into())),
-            ("batchBytes", RawValue::Number(1048576.0)),
-            ("verify", RawValue::Bool(false)),
-        ]))
-        .unwrap();
+        let o = options(json!({ "outDir": "/tmp/x", "compression": "snappy", "batchBytes": 1048576, "verify": false })).unwrap();
         assert_eq!(o.compression, Some(Compression::SNAPPY));
         assert_eq!(o.batch_bytes, 1 << 20);
         assert!(!o.verify);
+        // null is absent, as undefined is; signal and onProgress are the N-API layer's
+        let o = options(json!({ "outDir": "/tmp/x", "tmpDir": null, "signal": {}, "onProgress": null })).unwrap();
+        assert_eq!(o.tmp_dir, None);
     }
 
     #[test]
     fn partition_spec() {
-        let o = Options::from_raw(&raw(&[
-            ("outDir", RawValue::String("/tmp/x".into())),
-            (
-                "partitionBy",
-                RawValue::Array(vec![
-                    RawValue::Object(vec![("column".into(), RawValue::String("date".into()))]),
-                    RawValue::Object(vec![
-                        ("column".into(), RawValue::String("ts".into())),
-                        ("transform".into(), RawValue::String("bucket[8]".into())),
-                    ]),
-                ]),
-            ),
-        ]))
-        .unwrap();
+        let o = options(json!({ "outDir": "/tmp/x", "partitionBy": [{ "column": "date" }, { "column": "ts", "transform": "bucket[8]" }] }))
+            .unwrap();
         assert_eq!(
             o.partition_by,
             Some(vec![
@@ -389,24 +342,12 @@ mod tests {
 
     #[test]
     fn sort_spec() {
-        let key = |c: &str, extra: Vec<(String, RawValue)>| {
-            let mut e = vec![("column".to_string(), RawValue::String(c.into()))];
-            e.extend(extra);
-            RawValue::Object(e)
-        };
-        let o = Options::from_raw(&raw(&[
-            ("outDir", RawValue::String("/tmp/x".into())),
-            (
-                "sortBy",
-                RawValue::Array(vec![
-                    key("ts", vec![]),
-                    key("n", vec![("descending".into(), RawValue::Bool(true))]),
-                    key("m", vec![("nullsFirst".into(), RawValue::Bool(false))]),
-                ]),
-            ),
-            ("sortOrderId", RawValue::Number(7.0)),
-            ("tmpDir", RawValue::String("/tmp/spill".into())),
-        ]))
+        let o = options(json!({
+            "outDir": "/tmp/x",
+            "sortBy": [{ "column": "ts" }, { "column": "n", "descending": true }, { "column": "m", "nullsFirst": false }],
+            "sortOrderId": 7,
+            "tmpDir": "/tmp/spill",
+        }))
         .unwrap();
         assert_eq!(
             o.sort_by,
@@ -422,105 +363,157 @@ mod tests {
 
     #[test]
     fn rejects_bad_options() {
-        let base = ("outDir", RawValue::String("/tmp/x".into()));
-        for bad in [
-            vec![("outDir", RawValue::Number(1.0))],
-            vec![base.clone(), ("batchRows", RawValue::Number(0.0))],
-            vec![base.clone(), ("batchRows", RawValue::Number(1.5))],
-            vec![base.clone(), ("targetFileBytes", RawValue::String("big".into()))],
-            vec![base.clone(), ("compression", RawValue::String("lzo".into()))],
-            vec![base.clone(), ("compression", RawValue::String("snappy".into())), ("compressionLevel", RawValue::Number(3.0))],
-            vec![base.clone(), ("compressionLevel", RawValue::Number(99.0))],
-            vec![base.clone(), ("compressionLevel", RawValue::Number(3.0))],
-            vec![
-                base.clone(),
-                (
-                    "divert",
-                    RawValue::Object(vec![
-                        ("column".into(), RawValue::String("a".into())),
-                        ("to".into(), RawValue::String("/tmp/d".into())),
-                    ]),
-                ),
-            ],
-            vec![
-                base.clone(),
-                (
-                    "divert",
-                    RawValue::Object(vec![
-                        ("column".into(), RawValue::String("a".into())),
-                        ("equals".into(), RawValue::Null),
-                        ("to".into(), RawValue::String("/tmp/d".into())),
-                    ]),
-                ),
-            ],
-            vec![base.clone(), ("outLocation", RawValue::Number(1.0))],
-            vec![base.clone(), ("threads", RawValue::Number(0.0))],
-            vec![base.clone(), ("threads", RawValue::Number(1.5))],
-            vec![
-                base.clone(),
-                (
-                    "partitionBy",
-                    RawValue::Array(vec![
-                        RawValue::Object(vec![
-                            ("column".into(), RawValue::String("a".into())),
-                            ("name".into(), RawValue::String("p".into())),
-                        ]),
-                        RawValue::Object(vec![
-                            ("column".into(), RawValue::String("b".into())),
-                            ("name".into(), RawValue::String("p".into())),
-                        ]),
-                    ]),
-                ),
-            ],
-            vec![
-                base.clone(),
-                (
-                    "partitionBy",
-                    RawValue::Array(vec![RawValue::Object(vec![
-                        ("column".into(), RawValue::String("a".into())),
-                        ("name".into(), RawValue::Number(1.0)),
-                    ])]),
-                ),
-            ],
-            vec![base.clone(), ("fileNamePrefix", RawValue::String("../evil".into()))],
-            vec![base.clone(), ("fileNamePrefix", RawValue::String("a/b".into()))],
-            vec![base.clone(), ("sortBy", RawValue::Other("object".into()))],
-            vec![base.clone(), ("sortBy", RawValue::Array(vec![RawValue::String("ts".into())]))],
-            vec![
-                base.clone(),
-                (
-                    "sortBy",
-                    RawValue::Array(vec![RawValue::Object(vec![
-                        ("column".into(), RawValue::String("ts".into())),
-                        ("descending".into(), RawValue::String("yes".into())),
-                    ])]),
-                ),
-            ],
-            vec![base.clone(), ("sortOrderId", RawValue::Number(3.0))],
-            vec![base.clone(), ("sortOrderId", RawValue::Number(-1.0))],
-            vec![base.clone(), ("tmpDir", RawValue::Number(1.0))],
-            vec![base.clone(), ("dedupeBy", RawValue::String("".into()))],
-            vec![base.clone(), ("dedupeBy", RawValue::Number(1.0))],
-            vec![base.clone(), ("partitionBy", RawValue::Object(vec![]))],
-            vec![base.clone(), ("partitionBy", RawValue::Array(vec![RawValue::String("date".into())]))],
-            vec![
-                base.clone(),
-                (
-                    "partitionBy",
-                    RawValue::Array(vec![RawValue::Object(vec![
-                        ("column".into(), RawValue::String("ts".into())),
-                        ("transform".into(), RawValue::String("days".into())),
-                    ])]),
-                ),
-            ],
-            vec![
-                base.clone(),
-                ("partitionBy", RawValue::Array(vec![RawValue::Object(vec![("transform".into(), RawValue::String("day".into()))])])),
-            ],
-            vec![base.clone(), ("targetFileByte", RawValue::Number(1e6))],
+        // (options, words the message must hold: the option's path, what was given or expected)
+        for (bad, mentions) in [
+            (json!({ "outDir": 1 }), vec!["'outDir'", "1", "expected a string"]),
+            (json!({}), vec!["outDir"]),
+            (json!({ "outDir": null }), vec!["'outDir'", "non-empty string"]),
+            (json!({ "outDir": "/x", "batchRows": 0 }), vec!["batchRows", "got 0"]),
+            (json!({ "outDir": "/x", "batchRows": 1.5 }), vec!["batchRows", "got 1.5"]),
+            (json!({ "outDir": "/x", "targetFileBytes": "big" }), vec!["'targetFileBytes'", "\"big\"", "expected a number"]),
+            (json!({ "outDir": "/x", "compression": "lzo" }), vec!["compression", "lzo"]),
+            (json!({ "outDir": "/x", "compression": "snappy", "compressionLevel": 3 }), vec!["compressionLevel", "snappy"]),
+            (json!({ "outDir": "/x", "compressionLevel": 99 }), vec!["compressionLevel"]),
+            (json!({ "outDir": "/x", "compressionLevel": 3 }), vec!["compressionLevel", "needs 'compression'"]),
+            (json!({ "outDir": "/x", "divert": { "column": "a", "to": "/tmp/d" } }), vec!["'divert'", "equals"]),
+            (json!({ "outDir": "/x", "divert": { "column": "a", "equals": null, "to": "/tmp/d" } }), vec!["'divert.equals'", "null"]),
+            (
+                json!({ "outDir": "/x", "divert": { "column": "a", "equals": [1], "to": "/tmp/d" } }),
+                vec!["'divert.equals'", "invalid type: array"],
+            ),
+            (json!({ "outDir": "/x", "divert": { "column": "a", "path": [1], "equals": 1, "to": "/d" } }), vec!["'divert.path[0]'"]),
+            (json!({ "outDir": "/x", "outLocation": 1 }), vec!["'outLocation'"]),
+            (json!({ "outDir": "/x", "threads": 0 }), vec!["threads"]),
+            (json!({ "outDir": "/x", "threads": 1.5 }), vec!["threads"]),
+            (json!({ "outDir": "/x", "partitionBy": [{ "column": "a", "name": "p" }, { "column": "b", "name": "p" }] }), vec!["'p' twice"]),
+            (
+                json!({ "outDir": "/x", "partitionBy": [{ "column": "a", "name": 1 }] }),
+                vec!["'partitionBy[0].name'", "1", "expected a string"],
+            ),
+            (json!({ "outDir": "/x", "fileNamePrefix": "../evil" }), vec!["fileNamePrefix", "../evil"]),
+            (json!({ "outDir": "/x", "fileNamePrefix": "a/b" }), vec!["fileNamePrefix", "a/b"]),
+            (json!({ "outDir": "/x", "sortBy": {} }), vec!["'sortBy'", "invalid type: object", "expected an array"]),
+            (
+                json!({ "outDir": "/x", "sortBy": ["ts"] }),
+                vec!["'sortBy[0]'", "\"ts\"", "expected an object (SortKeyOptions in index.d.ts)"],
+            ),
+            (
+                json!({ "outDir": "/x", "sortBy": [{ "column": "ts" }, { "column": "ts", "descending": "yes" }] }),
+                vec!["'sortBy[1].descending'", "\"yes\"", "a boolean"],
+            ),
+            (
+                json!({ "outDir": "/x", "sortBy": [{ "column": "ts", "order": "asc" }] }),
+                vec!["'sortBy[0].order'", "unknown field `order`", "nullsFirst"],
+            ),
+            (json!({ "outDir": "/x", "sortOrderId": 3 }), vec!["sortOrderId", "sortBy"]),
+            (json!({ "outDir": "/x", "sortOrderId": -1 }), vec!["sortOrderId", "got -1"]),
+            (json!({ "outDir": "/x", "tmpDir": 1 }), vec!["'tmpDir'"]),
+            (json!({ "outDir": "/x", "dedupeBy": "" }), vec!["dedupeBy", "empty"]),
+            (json!({ "outDir": "/x", "dedupeBy": 1 }), vec!["'dedupeBy'"]),
+            (json!({ "outDir": "/x", "verify": "yes" }), vec!["'verify'", "\"yes\"", "a boolean"]),
+            (json!({ "outDir": "/x", "partitionBy": {} }), vec!["'partitionBy'"]),
+            (json!({ "outDir": "/x", "partitionBy": [["date"]] }), vec!["'partitionBy[0]'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "sortBy": [["ts", true]] }), vec!["'sortBy[0]'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "divert": ["a", null, 1, "/d"] }), vec!["'divert'", "invalid type: array", "expected an object"]),
+            (json!({ "outDir": "/x", "plan": [["a"], []] }), vec!["'plan'", "invalid type: array", "expected an object"]),
+            (json!(["/x"]), vec!["invalid type: array", "expected an object (CompactOptions in index.d.ts)"]),
+            (json!({ "outDir": "/x", "partitionBy": ["date"] }), vec!["'partitionBy[0]'"]),
+            (
+                json!({ "outDir": "/x", "partitionBy": [{ "column": "ts", "transform": "days" }] }),
+                vec!["'partitionBy[0].transform'", "days"],
+            ),
+            (json!({ "outDir": "/x", "partitionBy": [{ "transform": "day" }] }), vec!["'partitionBy[0]'", "column"]),
+            (json!({ "outDir": "/x", "targetFileByte": 1e6 }), vec!["unknown field `targetFileByte`", "targetFileBytes"]),
         ] {
-            let err = Options::from_raw(&raw(&bad)).unwrap_err();
-            assert_eq!(err.code(), "ERR_INVALID_OPTIONS", "{bad:?}");
+            let err = options(bad.clone()).unwrap_err();
+            assert_eq!(err.code(), "ERR_INVALID_OPTIONS", "{bad}");
+            let msg = err.to_string();
+            for m in mentions {
+                assert!(msg.contains(m), "{bad}: {msg:?} does not mention {m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bigints_only_where_the_contract_takes_them() {
+        // serde_json visits 10 as napi visits 10n (a u64): refused by number options...
+        let raw = |v: serde_json::Value| parse_options(v, |e| e.to_string()).and_then(|o| Options::validate(&o));
+        for (bad, at) in [
+            (json!({ "outDir": "/x", "batchRows": 10 }), "'batchRows'"),
+            (json!({ "outDir": "/x", "divert": { "column": "a", "equals": 10, "to": "/d" } }), "'divert.equals'"),
+        ] {
+            let msg = raw(bad).unwrap_err().to_string();
+            assert!(msg.contains(at) && msg.contains("invalid type: bigint 10, expected a"), "{msg}");
+        }
+        // ...and taken by counts and partition values
+        let f =
+            parse::<Vec<values::FileArg>, _>("files", json!([{ "path": "/a", "fileSizeInBytes": 10, "partition": { "d": 10 } }]), |e| {
+                e.to_string()
+            })
+            .and_then(|f| plan_inputs(&f))
+            .unwrap();
+        assert_eq!((f[0].bytes, f[0].partition.clone()), (Some(10), Some(vec![("d".into(), Key::Int(10))])));
+    }
+
+    #[test]
+    fn files_entries() {
+        let files = |v: serde_json::Value| {
+            parse::<Vec<values::FileArg>, _>("files", values::js_numbers(v), |e| e.to_string()).and_then(|f| plan_inputs(&f))
+        };
+        let ok = files(json!([
+            "/tmp/a.parquet",
+            { "path": "/tmp/b.parquet", "location": "s3://t/b.parquet", "fileSizeInBytes": 10, "recordCount": 3,
+              "partition": { "day": 19000, "name": "x", "flag": true, "none": null, "f": 1.5 }, "sortOrderId": 1, "rewrite": true,
+              "deletes": [{ "kind": "position", "path": "/tmp/p" }, { "kind": "deletion-vector", "path": "/tmp/v", "offset": 4, "length": 40 },
+                          { "kind": "equality", "path": "/tmp/e", "fieldIds": [1, 2] }] }
+        ]))
+        .unwrap();
+        assert_eq!(ok[1].file.location, "s3://t/b.parquet");
+        assert_eq!(ok[1].file.deletes.len(), 3);
+        assert_eq!((ok[1].bytes, ok[1].sort_order_id, ok[1].rewrite), (Some(10), Some(1), true));
+        assert_eq!(
+            ok[1].partition,
+            Some(vec![
+                ("day".into(), Key::Int(19000)),
+                ("name".into(), Key::Text("x".into())),
+                ("flag".into(), Key::Bool(true)),
+                ("none".into(), Key::Null),
+                ("f".into(), Key::of_number(1.5)),
+            ])
+        );
+        for (bad, mention) in [
+            (json!("a"), "'files'"),
+            (json!(["/a", 42]), "'files[1]'"),
+            (json!([{ "location": "/a" }]), "missing field `path`"),
+            (json!([{ "path": "/a", "size": 1 }]), "unknown field `size`"),
+            (json!([{ "path": "/a", "deletes": [{ "kind": "bogus", "path": "/d" }] }]), "'files[0].deletes[0].kind'"),
+            (
+                json!([{ "path": "/a", "deletes": [{ "kind": "deletion-vector", "path": "/d", "length": 10 }] }]),
+                "'files[0].deletes[0].offset'",
+            ),
+            (
+                json!([{ "path": "/a", "deletes": [{ "kind": "position", "path": "/d", "offset": 1 }] }]),
+                "unexpected 'offset' for kind 'position'",
+            ),
+            (
+                json!([{ "path": "/a", "deletes": [{ "kind": "equality", "path": "/d", "fieldIds": [] }] }]),
+                "'files[0].deletes[0].fieldIds'",
+            ),
+            (json!([{ "path": "/a", "deletes": [["position", "/d"]] }]), "'files[0].deletes[0]': invalid type: array, expected an object"),
+            (json!([["/a"]]), "'files[0]': invalid type: array"),
+            (
+                json!([{ "path": "/a", "deletes": [{ "kind": "equality", "path": "/d", "fieldIds": [1.5] }] }]),
+                "'files[0].deletes[0].fieldIds[0]'",
+            ),
+            (json!([{ "path": "/a", "fileSizeInBytes": -1 }]), "'files[0].fileSizeInBytes'"),
+            (json!([{ "path": "/a", "recordCount": 1.5 }]), "'files[0].recordCount'"),
+            (json!([{ "path": "/a", "partition": { "d": [1] } }]), "'files[0].partition.d'"),
+            (json!([{ "path": "/a", "sortOrderId": -1 }]), "files[0].sortOrderId"),
+            (json!(["/a", "/a"]), "files[1]"),
+        ] {
+            let err = files(bad.clone()).unwrap_err();
+            assert_eq!(err.code(), "ERR_INVALID_OPTIONS", "{bad}");
+            assert!(err.to_string().contains(mention), "{bad}: {err} does not mention {mention:?}");
         }
     }
 }

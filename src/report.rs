@@ -8,10 +8,19 @@ use crate::spill::SpillFigures;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::statistics::Statistics;
 
+/// The phases `onProgress` reports, in order (`ProgressPhase` in index.d.ts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Plan,
+    Write,
+    Verify,
+    Done,
+}
+
 /// Progress of a running call (`onProgress`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
-    pub phase: &'static str,
+    pub phase: Phase,
     pub rows_read: u64,
     pub rows_written: u64,
     pub bytes_written: u64,

@@ -264,7 +264,7 @@ fn tick(last: &mut Option<Instant>, progress: &dyn Fn(&Progress), totals: &Total
     if last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY) {
         *last = Some(Instant::now());
         progress(&Progress {
-            phase: "write",
+            phase: crate::report::Phase::Write,
             rows_read: totals.rows_read,
             rows_written: totals.rows_written + writer.rows_written,
             bytes_written: totals.bytes_closed + writer.bytes_written(),

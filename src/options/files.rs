@@ -1,14 +1,18 @@
-//! The `files` argument: each entry a path, or an object naming the file, its location, the
-//! deletes that apply to it and the planning facts its caller's manifests record.
+//! The `files` argument, parsed as `Array<string | InputFile>` (`values::FileArg`): each entry a
+//! path, or an object naming the file, its location, the deletes that apply to it and the
+//! planning facts its caller's manifests record. Checked here beyond its types.
+//! Memory: the entries themselves.
 
-use super::{integer, invalid, RawValue, MAX_SAFE_INTEGER};
+use super::contract::{self as js, DeleteKind};
+use super::values::{FileArg, Num};
+use super::{integer, invalid, MAX_SAFE_INTEGER};
 use crate::error::Result;
 use crate::iceberg::input::{DeleteSource, InputFile};
 use crate::iceberg::partition::PartitionValue;
 use std::path::PathBuf;
 
 /// `files` without their planning facts (see `plan_inputs`).
-pub fn input_files(items: &[RawValue]) -> Result<Vec<InputFile>> {
+pub fn input_files(items: &[FileArg]) -> Result<Vec<InputFile>> {
     Ok(plan_inputs(items)?.into_iter().map(|p| p.file).collect())
 }
 
@@ -17,14 +21,16 @@ pub fn input_files(items: &[RawValue]) -> Result<Vec<InputFile>> {
 /// `{ kind: 'position', path }`, `{ kind: 'deletion-vector', path, offset, length }` or
 /// `{ kind: 'equality', path, fieldIds }`. A path listed twice is refused: its rows would be
 /// written twice.
-pub fn plan_inputs(items: &[RawValue]) -> Result<Vec<PlanInput>> {
+pub fn plan_inputs(items: &[FileArg]) -> Result<Vec<PlanInput>> {
     let mut out: Vec<PlanInput> = Vec::with_capacity(items.len());
     let mut seen = std::collections::HashMap::new();
     for (i, item) in items.iter().enumerate() {
         let input = match item {
-            RawValue::String(s) if !s.is_empty() => PlanInput::of(InputFile::plain(s.as_str())),
-            RawValue::Object(entries) => entry(i, entries)?,
-            v => return Err(invalid(format!("files[{i}] must be a path or {{ path, location?, deletes? }}, got {}", v.type_name()))),
+            FileArg::Path(s) if !s.is_empty() => PlanInput::of(InputFile::plain(s.as_str())),
+            FileArg::Path(_) => {
+                return Err(invalid(format!("'files[{i}]' must be a path or {{ path, location?, deletes? }}, got an empty string")))
+            }
+            FileArg::File(f) => entry(i, f)?,
         };
         let path = &input.file.path;
         let same = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
@@ -36,113 +42,65 @@ pub fn plan_inputs(items: &[RawValue]) -> Result<Vec<PlanInput>> {
     Ok(out)
 }
 
-fn entry(i: usize, entries: &[(String, RawValue)]) -> Result<PlanInput> {
-    let (mut path, mut location, mut deletes) = (None, None, Vec::new());
-    let (mut bytes, mut partition, mut sort_order_id, mut rewrite) = (None, None, None, false);
-    let at = |key: &str| format!("files[{i}].{key}");
-    for (key, v) in entries {
-        match (key.as_str(), v) {
-            (_, RawValue::Undefined) => {}
-            ("path", RawValue::String(p)) if !p.is_empty() => path = Some(p.clone()),
-            ("location" | "deletes" | "partition", RawValue::Null) => {}
-            ("location", RawValue::String(l)) if !l.is_empty() => location = Some(l.clone()),
-            ("deletes", RawValue::Array(list)) => {
-                for (j, d) in list.iter().enumerate() {
-                    deletes.push(delete_source(d, &format!("files[{i}].deletes[{j}]"))?);
-                }
-            }
-            ("fileSizeInBytes", v) => bytes = count(v, &at(key))?,
-            ("recordCount", v) => {
-                count(v, &at(key))?;
-            }
-            ("sortOrderId", v) => sort_order_id = integer(v, &at(key), 0.0, i32::MAX as f64)?.map(|n| n as i32),
-            ("rewrite", RawValue::Bool(b)) => rewrite = *b,
-            ("rewrite", RawValue::Null) => {}
-            ("partition", RawValue::Object(values)) => {
-                let mut keys = Vec::with_capacity(values.len());
-                for (name, value) in values {
-                    keys.push((name.clone(), partition_key(value, &format!("files[{i}].partition.{name}"))?));
-                }
-                partition = Some(keys);
-            }
-            _ => return Err(invalid(format!("files[{i}]: unexpected '{key}' ({})", v.type_name()))),
-        }
+fn entry(i: usize, f: &js::InputFile) -> Result<PlanInput> {
+    if f.path.is_empty() {
+        return Err(invalid(format!("'files[{i}].path' must be a non-empty string, got an empty string")));
     }
-    let path: String = path.ok_or_else(|| invalid(format!("files[{i}].path must be a non-empty string")))?;
-    let file = InputFile { location: location.unwrap_or_else(|| path.clone()), path: PathBuf::from(path), deletes };
-    Ok(PlanInput { file, bytes, partition, sort_order_id, rewrite })
-}
-
-/// A size or count: a non-negative integer number or BigInt.
-fn count(v: &RawValue, at: &str) -> Result<Option<u64>> {
-    match v {
-        RawValue::BigInt(n) => {
-            u64::try_from(*n).map(Some).map_err(|_| invalid(format!("'{at}' must be a non-negative 64-bit integer, got {n}")))
-        }
-        v => Ok(integer(v, at, 0.0, MAX_SAFE_INTEGER)?.map(|n| n as u64)),
+    let location = match &f.location {
+        Some(l) if l.is_empty() => return Err(invalid(format!("'files[{i}].location' must be a non-empty string, got an empty string"))),
+        Some(l) => l.clone(),
+        None => f.path.clone(),
+    };
+    let mut deletes = Vec::new();
+    for (j, d) in f.deletes.iter().flatten().enumerate() {
+        deletes.push(delete_source(d, &format!("files[{i}].deletes[{j}]"))?);
     }
-}
-
-/// A partition value as `dataFile.partition` gives it (or as the caller's manifests hold it).
-fn partition_key(v: &RawValue, at: &str) -> Result<Key> {
-    Ok(match v {
-        RawValue::Null | RawValue::Undefined => Key::Null,
-        RawValue::Bool(b) => Key::Bool(*b),
-        RawValue::Number(n) if n.is_finite() => Key::of_number(*n),
-        RawValue::BigInt(n) => Key::Int(*n),
-        RawValue::String(s) => Key::Text(s.clone()),
-        RawValue::Bytes(b) => Key::Text(b.iter().map(|x| format!("{x:02x}")).collect()),
-        v => return Err(invalid(format!("'{at}' must be a string, number, bigint, boolean, Buffer or null, got {}", v.type_name()))),
+    let sort_order_id = integer(f.sort_order_id, &format!("files[{i}].sortOrderId"), 0.0, i32::MAX as f64)?.map(|n| n as i32);
+    let file = InputFile { location, path: PathBuf::from(&f.path), deletes };
+    Ok(PlanInput {
+        file,
+        bytes: f.file_size_in_bytes.map(|c| c.0),
+        partition: f.partition.clone().map(|p| p.0),
+        sort_order_id,
+        rewrite: f.rewrite.unwrap_or(false),
     })
 }
 
-fn delete_source(value: &RawValue, at: &str) -> Result<DeleteSource> {
-    let RawValue::Object(entries) = value else {
-        return Err(invalid(format!("{at} must be an object {{ kind, path, … }}, got {}", value.type_name())));
+fn delete_source(d: &js::DeleteSource, at: &str) -> Result<DeleteSource> {
+    let given = |key: &'static str, present: bool| -> Option<&'static str> { present.then_some(key) };
+    let extra = match d.kind {
+        DeleteKind::Position => {
+            given("offset", d.offset.is_some()).or(given("length", d.length.is_some())).or(given("fieldIds", d.field_ids.is_some()))
+        }
+        DeleteKind::DeletionVector => given("fieldIds", d.field_ids.is_some()),
+        DeleteKind::Equality => given("offset", d.offset.is_some()).or(given("length", d.length.is_some())),
     };
-    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
-    let kind = match get("kind") {
-        RawValue::String(k) => k,
-        v => return Err(invalid(format!("{at}.kind must be 'position', 'deletion-vector' or 'equality', got {}", v.type_name()))),
+    let kind = match d.kind {
+        DeleteKind::Position => "position",
+        DeleteKind::DeletionVector => "deletion-vector",
+        DeleteKind::Equality => "equality",
     };
-    let allowed: &[&str] = match kind.as_str() {
-        "position" => &["kind", "path"],
-        "deletion-vector" => &["kind", "path", "offset", "length"],
-        "equality" => &["kind", "path", "fieldIds"],
-        other => return Err(invalid(format!("{at}.kind must be 'position', 'deletion-vector' or 'equality', got '{other}'"))),
-    };
-    if let Some((key, _)) = entries.iter().find(|(k, v)| !allowed.contains(&k.as_str()) && *v != RawValue::Undefined) {
-        return Err(invalid(format!("{at}: unexpected '{key}' for kind '{kind}'")));
+    if let Some(key) = extra {
+        return Err(invalid(format!("'{at}': unexpected '{key}' for kind '{kind}'")));
     }
-    let path = match get("path") {
-        RawValue::String(p) if !p.is_empty() => PathBuf::from(p),
-        v => return Err(invalid(format!("{at}.path must be a non-empty string, got {}", v.type_name()))),
-    };
-    Ok(match kind.as_str() {
-        "position" => DeleteSource::Position { path },
-        "deletion-vector" => {
-            let number = |key: &str| -> Result<u64> {
-                integer(&get(key), &format!("{at}.{key}"), 0.0, MAX_SAFE_INTEGER)?
+    if d.path.is_empty() {
+        return Err(invalid(format!("'{at}.path' must be a non-empty string, got an empty string")));
+    }
+    let path = PathBuf::from(&d.path);
+    Ok(match d.kind {
+        DeleteKind::Position => DeleteSource::Position { path },
+        DeleteKind::DeletionVector => {
+            let number = |key: &str, value: Option<Num>| -> Result<u64> {
+                integer(value, &format!("{at}.{key}"), 0.0, MAX_SAFE_INTEGER)?
                     .map(|n| n as u64)
-                    .ok_or_else(|| invalid(format!("{at}.{key} is required for a deletion vector")))
+                    .ok_or_else(|| invalid(format!("'{at}.{key}' is required for a deletion vector")))
             };
-            DeleteSource::Vector { path, offset: number("offset")?, length: number("length")? }
+            DeleteSource::Vector { path, offset: number("offset", d.offset)?, length: number("length", d.length)? }
         }
-        _ => {
-            let RawValue::Array(ids) = get("fieldIds") else {
-                return Err(invalid(format!("{at}.fieldIds must be a non-empty array of field ids")));
-            };
-            let mut field_ids = Vec::with_capacity(ids.len());
-            for (k, id) in ids.iter().enumerate() {
-                let n = integer(id, &format!("{at}.fieldIds[{k}]"), i32::MIN as f64, i32::MAX as f64)?
-                    .ok_or_else(|| invalid(format!("{at}.fieldIds[{k}] must be a field id")))?;
-                field_ids.push(n as i32);
-            }
-            if field_ids.is_empty() {
-                return Err(invalid(format!("{at}.fieldIds must name at least one field id")));
-            }
-            DeleteSource::Equality { path, field_ids }
-        }
+        DeleteKind::Equality => match &d.field_ids {
+            Some(ids) if !ids.is_empty() => DeleteSource::Equality { path, field_ids: ids.iter().map(|id| id.0).collect() },
+            _ => return Err(invalid(format!("'{at}.fieldIds' must name at least one field id"))),
+        },
     })
 }
 

@@ -1,44 +1,31 @@
-//! The options of `planCompaction`: the layout options of `compactGeneration` (the same names,
-//! so a caller passes one object to both) and the planning rules.
+//! The options of `planCompaction`: the layout options of `compactGeneration` (the same
+//! object, `CompactOptions`, so a caller passes one object to both) and the planning rules;
+//! and `compactGeneration`'s `plan`, a `planCompaction` result handed back.
+//! Memory: the options and the plan's indexes.
 
-use super::{integer, invalid, partition_by, sort_by, RawValue, DEFAULT_TARGET_FILE_BYTES, KNOWN_KEYS, MAX_SAFE_INTEGER};
+use super::contract::{CompactOptions, CompactionPlanResult, DedupeScope, KeepMode, PlanAction};
+use super::values::Num;
+use super::{integer, invalid, non_empty, partition_by, sort_by, DEFAULT_TARGET_FILE_BYTES, MAX_SAFE_INTEGER};
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::PartitionField;
 use crate::options::SortKey;
 
-/// The planning rules' keys (accepted by `compactGeneration` too, beside its `plan`).
-pub const PLAN_KEYS: &[&str] = &["minFileBytes", "maxFileBytes", "minInputFiles", "dedupeScope"];
-
-/// Validates `planCompaction`'s options: `entries` are all own enumerable keys of the JS object.
-/// `compactGeneration`'s other options are accepted and not used.
-pub fn plan_options(entries: &[(String, RawValue)]) -> Result<PlanConfig> {
-    let get = |key: &str| -> RawValue { entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined) };
-    for (key, _) in entries {
-        if !KNOWN_KEYS.contains(&key.as_str()) && !PLAN_KEYS.contains(&key.as_str()) && key != "plan" && key != "keep" {
-            return Err(invalid(format!("unknown option '{key}'")));
-        }
-    }
-    let bytes = |key: &str| -> Result<Option<u64>> { Ok(integer(&get(key), key, 0.0, MAX_SAFE_INTEGER)?.map(|n| n as u64)) };
-    let target =
-        integer(&get("targetFileBytes"), "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)?.map_or(DEFAULT_TARGET_FILE_BYTES, |n| n as u64);
-    let min_input_files = integer(&get("minInputFiles"), "minInputFiles", 1.0, 1e9)?.map(|n| n as usize);
-    let sort_by = sort_by(&get("sortBy"))?;
-    let sort_order_id = integer(&get("sortOrderId"), "sortOrderId", 0.0, i32::MAX as f64)?.map_or(0, |n| n as i32);
+/// Validates `planCompaction`'s options. `compactGeneration`'s other options are accepted
+/// (their types are checked by parsing) and not used.
+pub fn plan_options(o: &CompactOptions) -> Result<PlanConfig> {
+    let bytes =
+        |value: Option<Num>, key: &str| -> Result<Option<u64>> { Ok(integer(value, key, 0.0, MAX_SAFE_INTEGER)?.map(|n| n as u64)) };
+    let target = integer(o.target_file_bytes, "targetFileBytes", 1024.0, MAX_SAFE_INTEGER)?.map_or(DEFAULT_TARGET_FILE_BYTES, |n| n as u64);
+    let min_input_files = integer(o.min_input_files, "minInputFiles", 1.0, 1e9)?.map(|n| n as usize);
+    let sort_by = sort_by(o.sort_by.as_deref())?;
+    let sort_order_id = integer(o.sort_order_id, "sortOrderId", 0.0, i32::MAX as f64)?.map_or(0, |n| n as i32);
     if sort_order_id > 0 && sort_by.is_none() {
         return Err(invalid("'sortOrderId' claims a sort order, but no 'sortBy' was given".into()));
     }
-    match get("dedupeBy") {
-        RawValue::Undefined | RawValue::Null => {}
-        RawValue::String(s) if !s.is_empty() => {}
-        v => return Err(invalid(format!("'dedupeBy' must be a column name, got {}", v.type_name()))),
-    }
-    match get("dedupeScope") {
-        RawValue::Undefined | RawValue::Null => {}
-        RawValue::String(s) if s == "call" || s == "tuple" => {}
-        v => return Err(invalid(format!("'dedupeScope' must be 'call' or 'tuple', got {v:?}"))),
-    }
-    let (min, max, min_input_files) = band(target, bytes("minFileBytes")?, bytes("maxFileBytes")?, min_input_files)?;
-    Ok(PlanConfig { target, min, max, min_input_files, partition_by: partition_by(&get("partitionBy"))?, sort_by, sort_order_id })
+    non_empty(&o.dedupe_by, "dedupeBy", "a column name")?;
+    let (min, max, min_input_files) =
+        band(target, bytes(o.min_file_bytes, "minFileBytes")?, bytes(o.max_file_bytes, "maxFileBytes")?, min_input_files)?;
+    Ok(PlanConfig { target, min, max, min_input_files, partition_by: partition_by(o.partition_by.as_deref())?, sort_by, sort_order_id })
 }
 
 /// The planning options, validated: the layout a plan is for and its rules' figures.
@@ -73,53 +60,38 @@ pub fn band(target: u64, min: Option<u64>, max: Option<u64>, min_input_files: Op
 
 /// `compactGeneration`'s `plan` (a `planCompaction` result for the same files), `keep`
 /// (`'link'`, the default, or `'in-place'`) and `dedupeScope`; `None` without a plan.
-pub fn plan_selection(plan: &RawValue, keep: &RawValue, scope: &RawValue) -> Result<Option<PlanSelection>> {
-    let in_place = match keep {
-        RawValue::Undefined | RawValue::Null => false,
-        RawValue::String(s) if s == "link" => false,
-        RawValue::String(s) if s == "in-place" => true,
-        v => return Err(invalid(format!("'keep' must be 'link' or 'in-place', got {v:?}"))),
-    };
-    let tuple_scope = matches!(scope, RawValue::String(s) if s == "tuple");
-    let entries = match plan {
-        RawValue::Undefined | RawValue::Null => {
-            if in_place {
-                return Err(invalid("'keep' needs a 'plan'".into()));
-            }
-            return Ok(None);
+pub fn plan_selection(
+    plan: Option<&CompactionPlanResult>,
+    keep: Option<KeepMode>,
+    scope: Option<DedupeScope>,
+) -> Result<Option<PlanSelection>> {
+    let in_place = keep == Some(KeepMode::InPlace);
+    let tuple_scope = scope == Some(DedupeScope::Tuple);
+    let Some(plan) = plan else {
+        if in_place {
+            return Err(invalid("'keep' needs a 'plan'".into()));
         }
-        RawValue::Object(entries) => entries,
-        v => return Err(invalid(format!("'plan' must be a planCompaction result, got {}", v.type_name()))),
+        return Ok(None);
     };
-    let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
-    let RawValue::Array(raw_paths) = get("paths") else { return Err(invalid("'plan.paths' must be an array of paths".into())) };
-    let paths = raw_paths
-        .iter()
-        .map(|p| match p {
-            RawValue::String(s) => Ok(s.clone()),
-            v => Err(invalid(format!("'plan.paths' must hold strings, got {}", v.type_name()))),
-        })
-        .collect::<Result<Vec<String>>>()?;
-    let RawValue::Array(raw_groups) = get("groups") else { return Err(invalid("'plan.groups' must be an array".into())) };
-    let mut groups = Vec::with_capacity(raw_groups.len());
-    for (i, g) in raw_groups.iter().enumerate() {
-        let RawValue::Object(fields) = g else { return Err(invalid(format!("'plan.groups[{i}]' must be an object"))) };
-        let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or(RawValue::Undefined);
-        let rewrite = match field("action") {
-            RawValue::String(a) if a == "rewrite" => true,
-            RawValue::String(a) if a == "keep" => false,
-            v => return Err(invalid(format!("'plan.groups[{i}].action' must be 'rewrite' or 'keep', got {v:?}"))),
-        };
-        let indexes = |key: &str| -> Result<Vec<usize>> {
-            let RawValue::Array(items) = field(key) else { return Err(invalid(format!("'plan.groups[{i}].{key}' must be an array"))) };
+    let last = plan.paths.len().max(1) - 1;
+    let mut groups = Vec::with_capacity(plan.groups.len());
+    for (i, g) in plan.groups.iter().enumerate() {
+        let indexes = |key: &str, items: &[u32]| -> Result<Vec<usize>> {
             items
                 .iter()
-                .map(|v| Ok(integer(v, &format!("plan.groups[{i}].{key}"), 0.0, (paths.len().max(1) - 1) as f64)?.unwrap_or(0.0) as usize))
+                .enumerate()
+                .map(|(k, &n)| {
+                    Ok(integer(Some(Num(f64::from(n))), &format!("plan.groups[{i}].{key}[{k}]"), 0.0, last as f64)?.unwrap_or(0.0) as usize)
+                })
                 .collect()
         };
-        groups.push(SelectedGroup { rewrite, rewrite_files: indexes("rewrite")?, keep_files: indexes("keep")? });
+        groups.push(SelectedGroup {
+            rewrite: g.action == PlanAction::Rewrite,
+            rewrite_files: indexes("rewrite", &g.rewrite)?,
+            keep_files: indexes("keep", &g.keep)?,
+        });
     }
-    Ok(Some(PlanSelection { paths, groups, in_place, tuple_scope }))
+    Ok(Some(PlanSelection { paths: plan.paths.clone(), groups, in_place, tuple_scope }))
 }
 
 /// A plan handed back to `compactGeneration` (`opts.plan`): per tuple, what to rewrite and
@@ -179,25 +151,50 @@ impl PlanSelection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn raw(pairs: &[(&str, RawValue)]) -> Vec<(String, RawValue)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    fn opts(v: serde_json::Value) -> Result<CompactOptions> {
+        crate::options::parse_options(crate::options::values::js_numbers(v), |e| e.to_string())
     }
 
     #[test]
     fn defaults_ranges_and_unknown_keys() {
-        let o = plan_options(&raw(&[("outDir", RawValue::String("x".into()))])).unwrap();
+        let o = plan_options(&opts(json!({ "outDir": "x" })).unwrap()).unwrap();
         assert_eq!((o.target, o.min, o.max, o.min_input_files), (128 << 20, 96 << 20, 241_591_910, 5));
-        let bad = |pairs: &[(&str, RawValue)]| plan_options(&raw(pairs)).is_err();
-        assert!(bad(&[("targetFileBytes", RawValue::Number(2048.0)), ("minFileBytes", RawValue::Number(4096.0))]));
-        assert!(bad(&[("targetFileBytes", RawValue::Number(2048.0)), ("maxFileBytes", RawValue::Number(2048.0))]));
-        assert!(bad(&[("minInputFiles", RawValue::Number(0.0))]));
-        assert!(bad(&[("dedupeScope", RawValue::String("file".into()))]));
-        assert!(bad(&[("minFiles", RawValue::Number(2.0))]));
-        assert!(!bad(&[
-            ("targetFileBytes", RawValue::Number(2048.0)),
-            ("minFileBytes", RawValue::Number(2048.0)),
-            ("minInputFiles", RawValue::Number(1.0))
-        ]));
+        let bad = |v: serde_json::Value| opts(v).and_then(|o| plan_options(&o)).is_err();
+        assert!(bad(json!({ "targetFileBytes": 2048, "minFileBytes": 4096 })));
+        assert!(bad(json!({ "targetFileBytes": 2048, "maxFileBytes": 2048 })));
+        assert!(bad(json!({ "minInputFiles": 0 })));
+        assert!(bad(json!({ "dedupeScope": "file" })));
+        assert!(bad(json!({ "minFiles": 2 })));
+        assert!(!bad(json!({ "targetFileBytes": 2048, "minFileBytes": 2048, "minInputFiles": 1 })));
+        // planCompaction needs no outDir, and takes compactGeneration's other keys unused.
+        assert!(!bad(json!({ "compression": "zstd", "verify": false, "outDir": null })));
+    }
+
+    #[test]
+    fn plan_handed_back() {
+        let plan = json!({ "paths": ["a", "b"], "due": true, "groups": [
+            { "partition": { "d": 1 }, "action": "rewrite", "reasons": ["small-files"], "rewrite": [0], "keep": [1], "expectedFiles": 1 }
+        ], "rewriteFiles": 1, "rewriteBytes": 10, "keepFiles": 1, "keepBytes": 10 });
+        let o = opts(json!({ "outDir": "x", "plan": plan, "keep": "in-place" })).unwrap();
+        let s = plan_selection(o.plan.as_ref(), o.keep, o.dedupe_scope).unwrap().unwrap();
+        assert!(s.in_place && !s.tuple_scope);
+        assert_eq!(s.groups, vec![SelectedGroup { rewrite: true, rewrite_files: vec![0], keep_files: vec![1] }]);
+        // only paths and each group's action, rewrite and keep are needed
+        let o = opts(json!({ "plan": { "paths": ["a"], "groups": [{ "action": "keep", "rewrite": [], "keep": [0] }] } })).unwrap();
+        assert!(plan_selection(o.plan.as_ref(), None, None).unwrap().is_some());
+        for bad in [
+            json!({ "plan": { "paths": ["a"], "groups": [{ "action": "drop", "rewrite": [], "keep": [0] }] } }),
+            json!({ "plan": { "paths": ["a"], "groups": [{ "action": "keep", "rewrite": [], "keep": [1] }] } }),
+            json!({ "plan": { "paths": ["a"], "groups": [{ "action": "keep", "rewrite": [], "keep": [-1] }] } }),
+            json!({ "plan": { "paths": "a", "groups": [] } }),
+            json!({ "plan": { "paths": ["a"] } }),
+            json!({ "keep": "in-place" }),
+            json!({ "keep": "copy" }),
+        ] {
+            let r = opts(bad.clone()).and_then(|o| plan_selection(o.plan.as_ref(), o.keep, o.dedupe_scope));
+            assert_eq!(r.err().map(|e| e.code()), Some("ERR_INVALID_OPTIONS"), "{bad}");
+        }
     }
 }
