@@ -78,7 +78,7 @@ export interface CompactOptions {
   /**
    * Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
    * Created if missing (and removed again); run files are removed on success and failure.
-   * Each run file is one zstd stream: runs take about what the tuple's rows take compressed
+   * Each run file is its chunks in zstd frames: runs take about what the tuple's rows take compressed
    * (`spill.bytes` in the result).
    */
   tmpDir?: string

@@ -41,7 +41,7 @@ pub struct CompactOptions {
     pub sort_order_id: Option<Num>,
     /// Directory for temporary sorted runs when a tuple does not fit `batchBytes`; default outDir.
     /// Created if missing (and removed again); run files are removed on success and failure.
-    /// Each run file is one zstd stream: runs take about what the tuple's rows take compressed
+    /// Each run file is its chunks in zstd frames: runs take about what the tuple's rows take compressed
     /// (`spill.bytes` in the result).
     pub tmp_dir: Option<String>,
     /// Iceberg partition spec. No output file spans two tuples.
