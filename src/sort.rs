@@ -162,7 +162,16 @@ impl<'a> Sorter<'a> {
             let (start, take) = next_merge(runs.len(), next, fan_in);
             let group: Vec<Run> = runs.drain(start..start + take).collect();
             let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE)?;
-            self.merge(&group, self.budget / CHUNK_SHARE, |b, bytes| writer.write(&b, bytes))?;
+            // (a merged batch ends after the row that fills it: cut to the chunk size the first
+            // runs have, so the merged run's readers hold no more than theirs and the fan-in of
+            // the next merge stays)
+            let chunk_bytes = self.budget / CHUNK_SHARE;
+            self.merge(&group, chunk_bytes, |b, bytes| {
+                for (rows, chunk_bytes) in chunk_rows(b.num_rows(), bytes, chunk_bytes) {
+                    writer.write(&b.slice(rows.start, rows.len()), chunk_bytes)?;
+                }
+                Ok(())
+            })?;
             drop(group);
             let merged = writer.finish()?;
             self.spill.bytes_spilled += merged.bytes;
@@ -290,6 +299,18 @@ fn next_merge(runs: usize, next: usize, fan_in: usize) -> (usize, usize) {
     (start, fan_in.min(runs - start).min(runs.saturating_sub(fan_in) + 1))
 }
 
+/// `rows` rows of `bytes` decoded bytes cut into consecutive ranges of about `chunk_bytes` each
+/// (at least one row), by their average size — as `SortJob::emit_sorted` cuts a sorted buffer —
+/// with each range's bytes.
+fn chunk_rows(rows: usize, bytes: usize, chunk_bytes: usize) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> {
+    let per_row = bytes as f64 / rows.max(1) as f64;
+    let step = ((chunk_bytes as f64 / per_row.max(1.0)) as usize).max(1);
+    (0..rows).step_by(step).map(move |start| {
+        let end = (start + step).min(rows);
+        (start..end, (per_row * (end - start) as f64) as usize)
+    })
+}
+
 /// One sort buffer, sorted and handed on in chunks: to a spill run or to the writer.
 struct SortJob {
     buffer: Vec<RecordBatch>,
@@ -408,7 +429,17 @@ impl kmerge::RunSource for Spilled<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::next_merge;
+    use super::{chunk_rows, next_merge};
+
+    #[test]
+    fn a_merged_batch_is_cut_into_chunks_of_the_first_runs_size() {
+        // 10 rows of 100 bytes into chunks of 250: 2 rows each; a chunk is never empty.
+        let cut: Vec<_> = chunk_rows(10, 1000, 250).collect();
+        assert_eq!(cut, vec![(0..2, 200), (2..4, 200), (4..6, 200), (6..8, 200), (8..10, 200)]);
+        assert_eq!(chunk_rows(3, 3000, 10).collect::<Vec<_>>(), vec![(0..1, 1000), (1..2, 1000), (2..3, 1000)]);
+        assert_eq!(chunk_rows(4, 400, 1 << 20).collect::<Vec<_>>(), vec![(0..4, 400)]);
+        assert_eq!(chunk_rows(0, 0, 100).count(), 0);
+    }
 
     /// Runs merged as `next_merge` plans, each run a list of (original run, times rewritten),
     /// in order; returns the runs left for the final merge.
