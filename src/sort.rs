@@ -17,7 +17,7 @@
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a read buffer and (for small chunks) a
 //! frame per merged run (at most `batchBytes` and 32 MiB together), the frame a chunk is read
-//! from (compressed and decompressed), the union of the runs' dictionaries (at most
+//! from (compressed), the union of the runs' dictionaries (at most
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`).
@@ -253,8 +253,9 @@ impl<'a> Sorter<'a> {
             let pending = reader.next_chunk()?;
             sources.push(Some(Spilled { reader, sorter: self, _state: state, pending, run: sources.len(), union: None }));
         }
-        // The frame a chunk is read from, compressed and decompressed (one at a time).
-        let _frame_memory = self.memory.hold(2 * runs.iter().map(|r| r.max_frame_bytes).max().unwrap_or(0));
+        // The frame a chunk is read from, compressed (one at a time; decompressed, it is the
+        // chunk's own memory).
+        let _frame_memory = self.memory.hold(runs.iter().map(|r| r.max_frame_bytes).max().unwrap_or(0));
         let union = {
             let firsts: Vec<Option<&RecordBatch>> = sources.iter().map(|s| s.as_ref().and_then(|s| s.pending.as_ref())).collect();
             Union::build(&firsts, self.budget / UNION_SHARE)
