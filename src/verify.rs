@@ -19,6 +19,7 @@ use crate::error::{CompactError, Result};
 use crate::guard::GuardedInput;
 use crate::plan::all_dictionary_encoded;
 use crate::plan::{base_reader_options, Plan};
+use crate::views::{schema_with_views, view_of};
 use crate::write::{Written, WrittenFile};
 use arrow_schema::{FieldRef, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
@@ -97,13 +98,22 @@ pub fn verify_row_group(
 /// back to the plain schema when parquet-rs does not take the dictionary types.
 fn reader_metadata(meta: Arc<ParquetMetaData>, plan: &Plan) -> std::result::Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
     let plain: Vec<FieldRef> = plan.arrow_schema.fields().iter().map(without_dictionaries).collect();
-    let plain = Arc::new(Schema::new_with_metadata(plain, plan.arrow_schema.metadata().clone()));
+    let plain = Schema::new_with_metadata(plain, plan.arrow_schema.metadata().clone());
     let dictionary_leaves: HashSet<Vec<String>> = (0..meta.file_metadata().schema_descr().num_columns())
         .filter(|&leaf| {
             !meta.row_groups().is_empty() && meta.row_groups().iter().all(|rg| rg.columns().get(leaf).is_some_and(all_dictionary_encoded))
         })
         .map(|leaf| meta.file_metadata().schema_descr().column(leaf).path().parts().to_vec())
         .collect();
+    // The other top-level strings and binaries as views: their values stay in the pages they
+    // were decoded from, hashed there, instead of being copied into a buffer grown page by page.
+    let views: HashSet<String> = plain
+        .fields()
+        .iter()
+        .filter(|f| view_of(f.data_type()).is_some() && !dictionary_leaves.contains(std::slice::from_ref(f.name())))
+        .map(|f| f.name().clone())
+        .collect();
+    let plain = Arc::new(schema_with_views(&plain, &views));
     if !dictionary_leaves.is_empty() {
         let (schema, _) = schema_with_dictionaries(&plain, &dictionary_leaves);
         if let Ok(m) = ArrowReaderMetadata::try_new(meta.clone(), base_reader_options().with_schema(Arc::new(schema))) {

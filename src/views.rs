@@ -34,7 +34,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The view type a string or binary type is decoded as.
-fn view_of(data_type: &DataType) -> Option<DataType> {
+pub fn view_of(data_type: &DataType) -> Option<DataType> {
     match data_type {
         DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
         DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
