@@ -6,6 +6,8 @@
 //! the Promise, AbortSignal, the progress callback and error mapping.
 
 pub mod ahead;
+#[cfg(target_os = "linux")]
+pub mod alloc;
 pub mod batch;
 pub mod budget;
 pub mod chunks;
@@ -59,6 +61,11 @@ pub mod write;
 pub mod writing;
 
 pub use compact::{compact, run_guarded, Progress};
+
+/// Large blocks mapped and kept for reuse, small ones from the system allocator (`alloc`).
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: alloc::Allocator = alloc::Allocator;
 pub use error::{CompactError, Result};
 pub use options::Options;
 pub use report::CompactReport;

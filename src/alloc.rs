@@ -1,0 +1,436 @@
+//! Alloc: the addon's global allocator. Blocks under `LARGE` come from the system allocator
+//! (glibc malloc); larger ones — decoded value buffers that grow page by page, pages, encoded
+//! column chunks, spill frames — are mappings of their own, and a freed one is kept for reuse,
+//! up to `KEEP_BYTES` for the process, or unmapped.
+//!
+//! Why: glibc serves a block under its mmap threshold from the arena of the thread that asks,
+//! and raises that threshold (up to 32 MiB) the first time a mapped block is freed. After that
+//! every large block lives in some thread's arena, and an arena gives memory back only from
+//! its top, and only above its trim threshold (64 MiB by then): with the pool, encoder, verify
+//! and spill threads each holding an arena, memory the call had freed long before stayed
+//! resident, tens of MiB per arena, and the process's peak exceeded the call's accounted peak
+//! by 80 MiB or more. Kept ranges here serve any thread, and what is not kept is unmapped.
+//!
+//! A block is served from the smallest kept range that holds it (the rest of the range stays
+//! kept; a freed block is joined with the kept ranges beside it), so its pages are already
+//! there: the kernel neither faults in nor zeroes fresh ones. A block that grows takes a kept
+//! range the same way and its bytes are copied (cheaper than fresh pages); when no kept range
+//! holds it, it grows with `mremap`, in place or moved without a copy. A new block that no kept
+//! range holds grows the largest kept range into it. Beyond `KEEP_BYTES` (or `SLOTS` ranges)
+//! the smallest kept ranges are unmapped, and every kept range is unmapped at the end of a
+//! call (`heap`).
+//!
+//! Memory: the blocks in use, plus at most `KEEP_BYTES` of kept ranges for the process.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Blocks of this size and up are mapped.
+pub const LARGE: usize = 128 << 10;
+/// Freed large blocks kept for reuse, in bytes, for the whole process.
+pub const KEEP_BYTES: usize = 64 << 20;
+/// At most this many kept ranges.
+const SLOTS: usize = 256;
+const PAGE: usize = 4096;
+
+/// The allocator (`#[global_allocator]` in `lib.rs`).
+pub struct Allocator;
+
+/// Free mapped ranges kept for reuse.
+struct Kept {
+    ranges: [(usize, usize); SLOTS],
+    n: usize,
+    bytes: usize,
+}
+
+static KEPT: Mutex<Kept> = Mutex::new(Kept { ranges: [(0, 0); SLOTS], n: 0, bytes: 0 });
+
+/// Large blocks served from kept ranges; mapped anew; bytes added to a block by `mremap`
+/// (fresh pages); bytes unmapped (for tests and diagnostics).
+pub static REUSED: AtomicUsize = AtomicUsize::new(0);
+pub static MAPPED: AtomicUsize = AtomicUsize::new(0);
+pub static GROWN: AtomicUsize = AtomicUsize::new(0);
+pub static UNMAPPED: AtomicUsize = AtomicUsize::new(0);
+
+fn pages(size: usize) -> Option<usize> {
+    size.checked_add(PAGE - 1).map(|s| s & !(PAGE - 1))
+}
+
+fn large(layout: &Layout) -> bool {
+    layout.size() >= LARGE && layout.align() <= PAGE
+}
+
+impl Kept {
+    fn remove(&mut self, i: usize) -> (usize, usize) {
+        let r = self.ranges[i];
+        self.n -= 1;
+        self.ranges[i] = self.ranges[self.n];
+        self.bytes -= r.1;
+        r
+    }
+
+    /// `len` bytes from the smallest kept range that holds them (its rest stays kept).
+    fn fit(&mut self, len: usize) -> Option<usize> {
+        let live = &self.ranges[..self.n];
+        let i = (0..live.len()).filter(|&i| live[i].1 >= len).min_by_key(|&i| live[i].1)?;
+        let (start, have) = live[i];
+        if have == len {
+            self.remove(i);
+        } else {
+            self.ranges[i] = (start + len, have - len);
+            self.bytes -= len;
+        }
+        Some(start)
+    }
+
+    /// The largest kept range, taken whole.
+    fn largest(&mut self) -> Option<(usize, usize)> {
+        let i = (0..self.n).max_by_key(|&i| self.ranges[i].1)?;
+        Some(self.remove(i))
+    }
+
+    /// Keeps a freed range, joined with the kept ranges it touches (a block split off a range
+    /// comes back beside its rest); puts in `unmap` what goes to stay within `KEEP_BYTES` and
+    /// `SLOTS` — the smallest ranges, or this one — and returns how many.
+    fn keep(&mut self, mut start: usize, mut len: usize, unmap: &mut [(usize, usize); 4]) -> usize {
+        if len > KEEP_BYTES {
+            unmap[0] = (start, len);
+            return 1;
+        }
+        let mut i = 0;
+        while i < self.n {
+            let (s, l) = self.ranges[i];
+            if s + l == start || start + len == s {
+                self.remove(i);
+                start = start.min(s);
+                len += l;
+            } else {
+                i += 1;
+            }
+        }
+        let mut out = 0;
+        let full = |k: &Kept, len: usize| k.n == SLOTS || k.bytes + len > KEEP_BYTES;
+        while full(self, len) && self.n > 0 && out < unmap.len() - 1 {
+            let smallest = (0..self.n).min_by_key(|&i| self.ranges[i].1).unwrap_or(0);
+            if self.ranges[smallest].1 >= len {
+                break;
+            }
+            unmap[out] = self.remove(smallest);
+            out += 1;
+        }
+        if full(self, len) {
+            unmap[out] = (start, len);
+            return out + 1;
+        }
+        self.ranges[self.n] = (start, len);
+        self.n += 1;
+        self.bytes += len;
+        out
+    }
+}
+
+fn kept() -> std::sync::MutexGuard<'static, Kept> {
+    KEPT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A mapped block of `len` bytes (a multiple of the page size), and whether its pages are
+/// fresh (zero): a kept range that holds it, or else the largest kept range grown to it, or
+/// else a new mapping.
+unsafe fn map(len: usize) -> Option<(*mut u8, bool)> {
+    let fit = kept().fit(len);
+    if let Some(start) = fit {
+        REUSED.fetch_add(1, Ordering::Relaxed);
+        return Some((start as *mut u8, false));
+    }
+    let largest = kept().largest();
+    if let Some((start, have)) = largest {
+        if let Some(p) = remap(start as *mut u8, have, len) {
+            REUSED.fetch_add(1, Ordering::Relaxed);
+            return Some((p, false));
+        }
+        // (a range joined from two mappings cannot be remapped as one)
+        release(start, have);
+    }
+    MAPPED.fetch_add(1, Ordering::Relaxed);
+    let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+    (p != libc::MAP_FAILED).then_some((p as *mut u8, true))
+}
+
+/// Grows a mapped range with `mremap`, in place or moved (its pages move without a copy; the
+/// new ones are fresh). Fails for a range joined from two mappings.
+unsafe fn remap(start: *mut u8, have: usize, len: usize) -> Option<*mut u8> {
+    let p = libc::mremap(start as *mut libc::c_void, have, len, libc::MREMAP_MAYMOVE);
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    GROWN.fetch_add(len - have, Ordering::Relaxed);
+    Some(p as *mut u8)
+}
+
+unsafe fn release(start: usize, len: usize) {
+    UNMAPPED.fetch_add(len, Ordering::Relaxed);
+    libc::munmap(start as *mut libc::c_void, len);
+}
+
+/// Unmaps every kept range (at the end of a call: an idle process holds no freed memory).
+pub fn release_kept() {
+    loop {
+        // (unmapped outside the lock)
+        let range = {
+            let mut k = kept();
+            if k.n == 0 {
+                return;
+            }
+            let last = k.n - 1;
+            k.remove(last)
+        };
+        // SAFETY: a kept range is mapped memory no block holds.
+        unsafe { release(range.0, range.1) };
+    }
+}
+
+/// Frees a mapped range: kept, or unmapped.
+unsafe fn unmap(start: *mut u8, len: usize) {
+    let mut out = [(0usize, 0usize); 4];
+    let n = kept().keep(start as usize, len, &mut out);
+    for &(s, l) in &out[..n] {
+        release(s, l);
+    }
+}
+
+// SAFETY: blocks under `LARGE` (or aligned beyond a page) are the system allocator's, larger
+// ones are whole mappings of `pages(size)` bytes owned by the block until it is freed; the
+// layout a block is freed or reallocated with tells which (the GlobalAlloc contract).
+impl Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !large(&layout) {
+            return System.alloc(layout);
+        }
+        match pages(layout.size()).and_then(|len| map(len)) {
+            Some((p, _)) => p,
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if !large(&layout) {
+            return System.alloc_zeroed(layout);
+        }
+        match pages(layout.size()).and_then(|len| map(len)) {
+            Some((p, fresh)) => {
+                if !fresh {
+                    std::ptr::write_bytes(p, 0, layout.size());
+                }
+                p
+            }
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if !large(&layout) {
+            return System.dealloc(ptr, layout);
+        }
+        if let Some(len) = pages(layout.size()) {
+            unmap(ptr, len);
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else { return std::ptr::null_mut() };
+        match (large(&layout), large(&new_layout)) {
+            (false, false) => System.realloc(ptr, layout, new_size),
+            (true, true) => {
+                let (Some(old_len), Some(new_len)) = (pages(layout.size()), pages(new_size)) else { return std::ptr::null_mut() };
+                if new_len == old_len {
+                    ptr
+                } else if new_len < old_len {
+                    unmap(ptr.add(new_len), old_len - new_len);
+                    ptr
+                } else {
+                    // A kept range that holds the grown block is used as it is (a copy of the
+                    // old bytes costs less than faulting in fresh pages); else the block grows.
+                    let fit = kept().fit(new_len);
+                    if let Some(p) = fit {
+                        REUSED.fetch_add(1, Ordering::Relaxed);
+                        std::ptr::copy_nonoverlapping(ptr, p as *mut u8, layout.size());
+                        unmap(ptr, old_len);
+                        return p as *mut u8;
+                    }
+                    if let Some(p) = remap(ptr, old_len, new_len) {
+                        return p;
+                    }
+                    // (a block cut from a range joined from two mappings is copied)
+                    let Some((p, _)) = map(new_len) else { return std::ptr::null_mut() };
+                    std::ptr::copy_nonoverlapping(ptr, p, layout.size());
+                    unmap(ptr, old_len);
+                    p
+                }
+            }
+            _ => {
+                let p = self.alloc(new_layout);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                p
+            }
+        }
+    }
+}
+
+unsafe impl GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = Allocator::alloc(self, layout);
+        counted::add(p, layout.size());
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = Allocator::alloc_zeroed(self, layout);
+        counted::add(p, layout.size());
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        Allocator::dealloc(self, ptr, layout);
+        counted::sub(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = Allocator::realloc(self, ptr, layout, new_size);
+        if !p.is_null() {
+            counted::sub(layout.size());
+            counted::add(p, new_size);
+        }
+        p
+    }
+}
+
+/// Bytes of the blocks in use as asked for (capacity reserved included), and their peak since
+/// `reset`: test builds only (`test-hooks`), where the fuzz tests bound every call's peak.
+#[cfg(feature = "test-hooks")]
+pub mod counted {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static NOW: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+    pub(super) fn add(p: *mut u8, n: usize) {
+        if !p.is_null() {
+            let now = NOW.fetch_add(n, Ordering::Relaxed) + n;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn sub(n: usize) {
+        NOW.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Bytes in use now; the peak starts again from here.
+    pub fn reset() -> usize {
+        let now = NOW.load(Ordering::SeqCst);
+        PEAK.store(now, Ordering::SeqCst);
+        now
+    }
+
+    pub fn peak() -> usize {
+        PEAK.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+mod counted {
+    #[inline(always)]
+    pub(super) fn add(_: *mut u8, _: usize) {}
+    #[inline(always)]
+    pub(super) fn sub(_: usize) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    fn empty() -> Kept {
+        Kept { ranges: [(0, 0); SLOTS], n: 0, bytes: 0 }
+    }
+
+    #[test]
+    fn kept_ranges_serve_best_fit_split_and_join_again() {
+        let mut k = empty();
+        let mut out = [(0, 0); 4];
+        assert_eq!(k.keep(0x1000_0000, 4 * MIB, &mut out), 0);
+        assert_eq!(k.keep(0x2000_0000, MIB, &mut out), 0);
+        // the smallest range that holds a block serves it
+        assert_eq!(k.fit(MIB), Some(0x2000_0000));
+        // a larger one is split: the block from its start, the rest kept
+        assert_eq!(k.fit(MIB), Some(0x1000_0000));
+        assert_eq!((k.n, k.bytes), (1, 3 * MIB));
+        assert_eq!(k.ranges[0], (0x1000_0000 + MIB, 3 * MIB));
+        // freed, the block joins the rest it was cut from
+        assert_eq!(k.keep(0x1000_0000, MIB, &mut out), 0);
+        assert_eq!((k.n, k.bytes), (1, 4 * MIB));
+        assert_eq!(k.ranges[0], (0x1000_0000, 4 * MIB));
+        assert_eq!(k.fit(5 * MIB), None);
+        assert_eq!(k.largest(), Some((0x1000_0000, 4 * MIB)));
+        assert_eq!((k.n, k.bytes), (0, 0));
+    }
+
+    #[test]
+    fn beyond_the_bound_the_smallest_ranges_are_unmapped() {
+        let mut k = empty();
+        let mut out = [(0, 0); 4];
+        let n = KEEP_BYTES / (4 * MIB);
+        for i in 0..n {
+            assert_eq!(k.keep(0x1000_0000 + i * 8 * MIB, 4 * MIB - (i % 2) * PAGE, &mut out), 0);
+        }
+        let smallest = k.ranges[..k.n].iter().map(|r| r.1).min();
+        assert_eq!(k.keep(0x7000_0000, 4 * MIB, &mut out), 1);
+        assert_eq!(Some(out[0].1), smallest);
+        assert!(k.bytes <= KEEP_BYTES);
+        // a range larger than the bound is not kept at all
+        assert_eq!(k.keep(0x9000_0000, KEEP_BYTES + PAGE, &mut out), 1);
+        assert_eq!(out[0], (0x9000_0000, KEEP_BYTES + PAGE));
+        assert_eq!(k.ranges[..k.n].iter().map(|r| r.1).sum::<usize>(), k.bytes);
+    }
+
+    #[test]
+    fn a_buffer_grown_and_shrunk_across_the_threshold_keeps_its_bytes() {
+        let mut v: Vec<u8> = Vec::new();
+        for round in 0..40u8 {
+            v.extend_from_slice(&vec![round; 100_000]);
+        }
+        assert_eq!(v.len(), 4_000_000);
+        assert!(v.chunks(100_000).enumerate().all(|(i, c)| c.iter().all(|&b| b == i as u8)));
+        v.truncate(1_500_000);
+        v.shrink_to_fit();
+        assert!(v.chunks(100_000).enumerate().all(|(i, c)| c.iter().all(|&b| b == i as u8)));
+        v.truncate(1000);
+        v.shrink_to_fit();
+        assert!(v.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_zeroed_block_is_zero_though_its_pages_were_used_before() {
+        for round in 1..=8u8 {
+            let a = vec![round; 3 * MIB];
+            drop(a);
+            let b = vec![0u8; 3 * MIB - PAGE];
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn blocks_aligned_beyond_a_page_come_from_the_system_allocator() {
+        let layout = Layout::from_size_align(2 * MIB, 1 << 16).unwrap();
+        unsafe {
+            let p = Allocator.alloc(layout);
+            assert!(!p.is_null());
+            assert_eq!(p as usize % (1 << 16), 0);
+            Allocator.dealloc(p, layout);
+        }
+    }
+}
