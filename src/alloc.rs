@@ -37,6 +37,9 @@ const PAGE: usize = 4096;
 /// The allocator (`#[global_allocator]` in `lib.rs`).
 pub struct Allocator;
 
+/// Ranges to unmap: at most every kept range and the one freed.
+type Unmap = [(usize, usize); SLOTS + 1];
+
 /// Free mapped ranges kept for reuse.
 struct Kept {
     ranges: [(usize, usize); SLOTS],
@@ -93,7 +96,7 @@ impl Kept {
     /// Keeps a freed range, joined with the kept ranges it touches (a block split off a range
     /// comes back beside its rest); puts in `unmap` what goes to stay within `KEEP_BYTES` and
     /// `SLOTS` — the smallest ranges, or this one — and returns how many.
-    fn keep(&mut self, mut start: usize, mut len: usize, unmap: &mut [(usize, usize); 4]) -> usize {
+    fn keep(&mut self, mut start: usize, mut len: usize, unmap: &mut Unmap) -> usize {
         if len > KEEP_BYTES {
             unmap[0] = (start, len);
             return 1;
@@ -111,7 +114,7 @@ impl Kept {
         }
         let mut out = 0;
         let full = |k: &Kept, len: usize| k.n == SLOTS || k.bytes + len > KEEP_BYTES;
-        while full(self, len) && self.n > 0 && out < unmap.len() - 1 {
+        while full(self, len) && self.n > 0 {
             let smallest = (0..self.n).min_by_key(|&i| self.ranges[i].1).unwrap_or(0);
             if self.ranges[smallest].1 >= len {
                 break;
@@ -192,7 +195,7 @@ pub fn release_kept() {
 
 /// Frees a mapped range: kept, or unmapped.
 unsafe fn unmap(start: *mut u8, len: usize) {
-    let mut out = [(0usize, 0usize); 4];
+    let mut out: Unmap = [(0, 0); SLOTS + 1];
     let n = kept().keep(start as usize, len, &mut out);
     for &(s, l) in &out[..n] {
         release(s, l);
@@ -361,7 +364,7 @@ mod tests {
     #[test]
     fn kept_ranges_serve_best_fit_split_and_join_again() {
         let mut k = empty();
-        let mut out = [(0, 0); 4];
+        let mut out: Unmap = [(0, 0); SLOTS + 1];
         assert_eq!(k.keep(0x1000_0000, 4 * MIB, &mut out), 0);
         assert_eq!(k.keep(0x2000_0000, MIB, &mut out), 0);
         // the smallest range that holds a block serves it
@@ -382,7 +385,7 @@ mod tests {
     #[test]
     fn beyond_the_bound_the_smallest_ranges_are_unmapped() {
         let mut k = empty();
-        let mut out = [(0, 0); 4];
+        let mut out: Unmap = [(0, 0); SLOTS + 1];
         let n = KEEP_BYTES / (4 * MIB);
         for i in 0..n {
             assert_eq!(k.keep(0x1000_0000 + i * 8 * MIB, 4 * MIB - (i % 2) * PAGE, &mut out), 0);
