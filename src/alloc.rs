@@ -202,9 +202,7 @@ unsafe fn unmap(start: *mut u8, len: usize) {
     }
 }
 
-// SAFETY: blocks under `LARGE` (or aligned beyond a page) are the system allocator's, larger
-// ones are whole mappings of `pages(size)` bytes owned by the block until it is freed; the
-// layout a block is freed or reallocated with tells which (the GlobalAlloc contract).
+/// The allocator's work; `GlobalAlloc` below adds the test builds' count.
 impl Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if !large(&layout) {
@@ -283,6 +281,10 @@ impl Allocator {
     }
 }
 
+// SAFETY: blocks under `LARGE` (or aligned beyond a page) are the system allocator's; larger
+// ones are whole mappings of `pages(size)` bytes (or pieces of kept ranges that size) owned by
+// the block until it is freed. The layout a block is freed or reallocated with tells which (the
+// GlobalAlloc contract: the size it was allocated or last reallocated with).
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = Allocator::alloc(self, layout);
