@@ -194,8 +194,7 @@ impl GuardedInput {
     /// dictionary, by the sizes the page headers declare — for a chunk read by `streamed`
     /// (`stream_chunk`) the compressed page, and what `streamed` says it holds besides.
     pub fn account_pages(&mut self, memory: &Accountant) {
-        self.pages =
-            Some(Arc::new(PageAccount { memory: memory.clone(), held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
+        self.pages = Some(Arc::new(PageAccount { held: std::sync::Mutex::new((memory.reservation(), HashMap::new())) }));
     }
 
     /// The decoded dictionary of the column chunk starting at byte `chunk` is no longer held
@@ -232,11 +231,6 @@ impl GuardedInput {
         }
     }
 
-    /// The accountant of the call reading this input (`account_pages`).
-    pub fn memory(&self) -> Option<&Accountant> {
-        self.pages.as_ref().map(|p| &p.memory)
-    }
-
     /// The latest page of the column chunk starting at byte `chunk` now holds `bytes`.
     pub fn page_held(&self, chunk: u64, bytes: usize) {
         if let Some(account) = &self.pages {
@@ -254,7 +248,6 @@ impl GuardedInput {
 
 /// Pages an input's column readers hold, by column chunk: (decoded dictionary, latest page).
 struct PageAccount {
-    memory: Accountant,
     held: std::sync::Mutex<(Reservation, ChunkPages)>,
 }
 

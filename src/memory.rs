@@ -17,11 +17,7 @@
 //! call gate (`gate`), which with `GENCOMPACT_MEMORY_LIMIT` set also keeps the sum of their
 //! bounds within that many bytes.
 //!
-//! The accountant also keeps the page buffers its call's readers return (`Accountant::buffer`,
-//! `Accountant::pooled`), up to `FREE_BUFFERS` bytes, accounted while kept: reused by the next
-//! page, they spare the kernel mapping and zeroing fresh memory for every page.
-//!
-//! Memory: a few atomics per call, and up to `FREE_BUFFERS` bytes of free page buffers.
+//! Memory: a few atomics per call.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -59,17 +55,8 @@ struct Inner {
     limit: usize,
     used: AtomicUsize,
     peak: AtomicUsize,
-    /// Page buffers returned (`Accountant::pooled`), for the next page of their size.
-    free: Mutex<Vec<Vec<u8>>>,
     /// Woken whenever bytes are returned, for stages that wait for room.
     freed: (Mutex<()>, Condvar),
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let held: usize = self.free.get_mut().map(|f| f.iter().map(Vec::capacity).sum()).unwrap_or(0);
-        PROCESS_USED.fetch_sub(held, Ordering::Relaxed);
-    }
 }
 
 impl std::fmt::Debug for Accountant {
@@ -81,13 +68,7 @@ impl std::fmt::Debug for Accountant {
 impl Accountant {
     pub fn new(limit: usize) -> Self {
         Accountant {
-            inner: Arc::new(Inner {
-                limit,
-                used: AtomicUsize::new(0),
-                peak: AtomicUsize::new(0),
-                free: Mutex::default(),
-                freed: (Mutex::new(()), Condvar::new()),
-            }),
+            inner: Arc::new(Inner { limit, used: AtomicUsize::new(0), peak: AtomicUsize::new(0), freed: (Mutex::new(()), Condvar::new()) }),
         }
     }
 
@@ -146,36 +127,6 @@ impl Accountant {
         }
     }
 
-    /// An empty buffer of at least `len` bytes: one a page of the call held before and
-    /// returned (`pooled`), or a new one. Its bytes are the caller's to account.
-    pub fn buffer(&self, len: usize) -> Vec<u8> {
-        if let Ok(mut free) = self.inner.free.lock() {
-            let fits = free.iter().enumerate().filter(|(_, b)| b.capacity() >= len && b.capacity() <= reuse_limit(len));
-            if let Some(i) = fits.min_by_key(|(_, b)| b.capacity()).map(|(i, _)| i) {
-                let buf = free.swap_remove(i);
-                self.sub(buf.capacity());
-                return buf;
-            }
-        }
-        Vec::with_capacity(len)
-    }
-
-    /// `buf` as `Bytes`, whose buffer returns to the call's free buffers (accounted there, up
-    /// to `FREE_BUFFERS` bytes) when the last page, array or batch sharing it is dropped.
-    pub fn pooled(&self, buf: Vec<u8>) -> bytes::Bytes {
-        bytes::Bytes::from_owner(Pooled { buf, accountant: self.clone() })
-    }
-
-    fn give_back(&self, mut buf: Vec<u8>) {
-        let Ok(mut free) = self.inner.free.lock() else { return };
-        let held: usize = free.iter().map(Vec::capacity).sum();
-        if buf.capacity() >= MIN_POOLED && held + buf.capacity() <= FREE_BUFFERS {
-            buf.clear();
-            self.add(buf.capacity());
-            free.push(buf);
-        }
-    }
-
     fn add(&self, bytes: usize) {
         let now = self.inner.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.inner.peak.fetch_max(now, Ordering::Relaxed);
@@ -201,35 +152,6 @@ impl Accountant {
             PROCESS_PEAK.fetch_max(process, Ordering::Relaxed);
         }
         fits
-    }
-}
-
-/// Free page buffers a call keeps for its next pages, at most: reusing them spares the kernel
-/// mapping, zeroing and unmapping a page's worth of memory for every page.
-const FREE_BUFFERS: usize = 16 << 20;
-/// Buffers smaller than this are left to the allocator, which reuses them well.
-const MIN_POOLED: usize = 64 << 10;
-
-/// The largest free buffer handed out for `len` bytes.
-fn reuse_limit(len: usize) -> usize {
-    len.saturating_mul(2).saturating_add(MIN_POOLED)
-}
-
-/// A pooled buffer shared as `Bytes`; back to the free buffers when dropped.
-struct Pooled {
-    buf: Vec<u8>,
-    accountant: Accountant,
-}
-
-impl AsRef<[u8]> for Pooled {
-    fn as_ref(&self) -> &[u8] {
-        &self.buf
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        self.accountant.give_back(std::mem::take(&mut self.buf));
     }
 }
 

@@ -31,7 +31,6 @@
 
 use crate::guard::GuardedInput;
 use crate::hybrid::{decode, decode_levels, encode_levels, max_levels_len};
-use crate::memory::Accountant;
 use crate::snappy::SnappyReader;
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding, Type as PhysicalType};
@@ -157,14 +156,14 @@ fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
     Ok(BufReader::with_capacity(BUFFER, decoder(codec, data)?.take(declared as u64)))
 }
 
-/// `prefix` followed by `data` decompressed whole into the `declared` bytes, in a buffer of
-/// `memory`'s pool (`prefix`: a V2 page's levels, which are not compressed).
-fn whole(codec: Compression, data: Bytes, declared: usize, memory: Option<&Accountant>, prefix: &[u8]) -> Result<Bytes> {
+/// `prefix` followed by `data` decompressed whole into the `declared` bytes (`prefix`: a V2
+/// page's levels, which are not compressed).
+fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Result<Bytes> {
     if codec == Compression::UNCOMPRESSED && prefix.is_empty() {
         return Ok(data);
     }
     let len = prefix.len() + declared;
-    let mut out = memory.map_or_else(|| Vec::with_capacity(len), |m| m.buffer(len));
+    let mut out = Vec::with_capacity(len);
     out.extend_from_slice(prefix);
     out.resize(len, 0);
     let values = &mut out[prefix.len()..];
@@ -185,10 +184,7 @@ fn whole(codec: Compression, data: Bytes, declared: usize, memory: Option<&Accou
             }
         }
     }
-    Ok(match memory {
-        Some(m) => m.pooled(out),
-        None => Bytes::from(out),
-    })
+    Ok(Bytes::from(out))
 }
 
 /// A V1 page's definition levels, read from the front of its stream: their length, then them.
@@ -246,7 +242,7 @@ impl Streamed {
                 }
                 self.hold_whole(buf.len(), declared);
                 self.file.dictionary_held(self.chunk, declared);
-                Page::DictionaryPage { buf: whole(self.codec, buf, declared, self.file.memory(), &[])?, num_values, encoding, is_sorted }
+                Page::DictionaryPage { buf: whole(self.codec, buf, declared, &[])?, num_values, encoding, is_sorted }
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
                 if large
@@ -260,7 +256,7 @@ impl Streamed {
                     return self.begin(num_values as usize, levels, values).map(Some);
                 }
                 self.hold_whole(buf.len(), declared);
-                let buf = whole(self.codec, buf, declared, self.file.memory(), &[])?;
+                let buf = whole(self.codec, buf, declared, &[])?;
                 Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics }
             }
             Page::DataPageV2 {
@@ -288,7 +284,7 @@ impl Streamed {
                 }
                 self.hold_whole(buf.len(), declared);
                 // Levels and values in one buffer, as the column reader takes a V2 page.
-                let buf = if is_compressed { whole(codec, values, declared - levels_len, self.file.memory(), &levels)? } else { buf };
+                let buf = if is_compressed { whole(codec, values, declared - levels_len, &levels)? } else { buf };
                 Page::DataPageV2 {
                     buf,
                     num_values,
@@ -360,7 +356,7 @@ impl Streamed {
         match page {
             Page::DataPage { buf, .. } => {
                 self.file.page_held(self.chunk, buf.len() + declared);
-                let data = whole(self.codec, buf.clone(), declared, None, &[])?;
+                let data = whole(self.codec, buf.clone(), declared, &[])?;
                 if !self.optional {
                     return Ok((vec![true; n], data));
                 }
@@ -376,7 +372,7 @@ impl Streamed {
                 }
                 self.file.page_held(self.chunk, buf.len() + declared);
                 let codec = if *is_compressed { self.codec } else { Compression::UNCOMPRESSED };
-                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, None, &[])?;
+                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, &[])?;
                 let levels = if self.optional { decode_levels(&buf[..levels_len], n).map_err(general)? } else { vec![true; n] };
                 Ok((levels, data))
             }
@@ -412,8 +408,7 @@ impl Streamed {
         let first = s.next;
         // Room before the values for the slice's levels and their length.
         let prefix = if s.levels.is_some() { 4 + max_levels_len(s.total - first) } else { 0 };
-        let memory = self.file.memory();
-        let mut buf = memory.map_or_else(|| Vec::with_capacity(prefix + SLICE), |m| m.buffer(prefix + SLICE));
+        let mut buf = Vec::with_capacity(prefix + SLICE);
         buf.resize(prefix, 0);
         while s.next < s.total {
             if s.levels.as_ref().is_none_or(|l| l[s.next]) {
@@ -446,10 +441,7 @@ impl Streamed {
             }
             None => 0,
         };
-        let buf = match memory {
-            Some(m) => m.pooled(buf),
-            None => Bytes::from(buf),
-        };
+        let buf = Bytes::from(buf);
         Ok(Page::DataPage {
             buf: buf.slice(start..),
             num_values: (s.next - first) as u32,
