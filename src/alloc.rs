@@ -23,7 +23,6 @@
 //! Memory: the blocks in use, plus at most `KEEP_BYTES` of kept ranges for the process.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Blocks of this size and up are mapped.
@@ -48,13 +47,6 @@ struct Kept {
 }
 
 static KEPT: Mutex<Kept> = Mutex::new(Kept { ranges: [(0, 0); SLOTS], n: 0, bytes: 0 });
-
-/// Large blocks served from kept ranges; mapped anew; bytes added to a block by `mremap`
-/// (fresh pages); bytes unmapped (for tests and diagnostics).
-pub static REUSED: AtomicUsize = AtomicUsize::new(0);
-pub static MAPPED: AtomicUsize = AtomicUsize::new(0);
-pub static GROWN: AtomicUsize = AtomicUsize::new(0);
-pub static UNMAPPED: AtomicUsize = AtomicUsize::new(0);
 
 fn pages(size: usize) -> Option<usize> {
     size.checked_add(PAGE - 1).map(|s| s & !(PAGE - 1))
@@ -143,19 +135,16 @@ fn kept() -> std::sync::MutexGuard<'static, Kept> {
 unsafe fn map(len: usize) -> Option<(*mut u8, bool)> {
     let fit = kept().fit(len);
     if let Some(start) = fit {
-        REUSED.fetch_add(1, Ordering::Relaxed);
         return Some((start as *mut u8, false));
     }
     let largest = kept().largest();
     if let Some((start, have)) = largest {
         if let Some(p) = remap(start as *mut u8, have, len) {
-            REUSED.fetch_add(1, Ordering::Relaxed);
             return Some((p, false));
         }
         // (a range joined from two mappings cannot be remapped as one)
         release(start, have);
     }
-    MAPPED.fetch_add(1, Ordering::Relaxed);
     let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
     (p != libc::MAP_FAILED).then_some((p as *mut u8, true))
 }
@@ -167,12 +156,10 @@ unsafe fn remap(start: *mut u8, have: usize, len: usize) -> Option<*mut u8> {
     if p == libc::MAP_FAILED {
         return None;
     }
-    GROWN.fetch_add(len - have, Ordering::Relaxed);
     Some(p as *mut u8)
 }
 
 unsafe fn release(start: usize, len: usize) {
-    UNMAPPED.fetch_add(len, Ordering::Relaxed);
     libc::munmap(start as *mut libc::c_void, len);
 }
 
@@ -254,7 +241,6 @@ impl Allocator {
                     // old bytes costs less than faulting in fresh pages); else the block grows.
                     let fit = kept().fit(new_len);
                     if let Some(p) = fit {
-                        REUSED.fetch_add(1, Ordering::Relaxed);
                         std::ptr::copy_nonoverlapping(ptr, p as *mut u8, layout.size());
                         unmap(ptr, old_len);
                         return p as *mut u8;

@@ -203,7 +203,6 @@ pub fn merge<S: RunSource>(
     Ok(())
 }
 
-/// Restores the heap property below `i` for a min-heap ordered by `less`.
 /// The rows `picked` from `sources`, gathered from only the chunks they come from: a merge
 /// holds a chunk per run (up to the fan-in, hundreds), an output batch takes rows from a few of
 /// them, and gathering asks every source array of every column for its type and dictionary.
@@ -222,6 +221,7 @@ fn gather_picked(sources: &[RecordBatch], picked: &mut [(usize, usize)]) -> Resu
     interleave(&refs, picked)
 }
 
+/// Restores the heap property below `i` for a min-heap ordered by `less`.
 fn sift_down(heap: &mut [usize], mut i: usize, less: impl Fn(usize, usize) -> bool) {
     loop {
         let (l, r) = (2 * i + 1, 2 * i + 2);

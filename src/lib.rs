@@ -61,11 +61,11 @@ pub mod write;
 pub mod writing;
 
 pub use compact::{compact, run_guarded, Progress};
+pub use error::{CompactError, Result};
+pub use options::Options;
+pub use report::CompactReport;
 
 /// Large blocks mapped and kept for reuse, small ones from the system allocator (`alloc`).
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOCATOR: alloc::Allocator = alloc::Allocator;
-pub use error::{CompactError, Result};
-pub use options::Options;
-pub use report::CompactReport;
