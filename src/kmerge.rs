@@ -105,9 +105,10 @@ pub fn merge<S: RunSource>(
         _ => a < b,
     };
     let mut heap: Vec<usize> = Vec::new();
-    // Chunks rows are picked from: every cursor's current chunk, plus chunks already consumed
-    // whose rows wait in `picked`.
-    let mut sources: Vec<RecordBatch> = Vec::new();
+    // Chunks rows are picked from, in slots: every cursor's current chunk, plus chunks already
+    // consumed whose rows wait in `picked` (their slots are freed once the batch is out, and a
+    // cursor's chunk keeps its slot: no output batch costs work for every run open).
+    let mut sources = Slots::default();
     let mut picked: Vec<(usize, usize)> = Vec::new();
     // The accounting of chunks consumed whose rows may still wait in `picked`.
     let mut retired_memory: Vec<Reservation> = Vec::new();
@@ -130,8 +131,8 @@ pub fn merge<S: RunSource>(
             match source.next_chunk()? {
                 Some(chunk) => {
                     deleted += chunk.deleted;
-                    sources.push(chunk.batch.clone());
-                    cursors[r] = Some(Cursor { source, chunk, pos: 0, slot: sources.len() - 1 });
+                    let slot = sources.put(chunk.batch.clone());
+                    cursors[r] = Some(Cursor { source, chunk, pos: 0, slot });
                     heap.push(r);
                     sift_up(&mut heap, |a, b| less(&cursors, a, b));
                 }
@@ -150,8 +151,8 @@ pub fn merge<S: RunSource>(
             match c.source.next_chunk()? {
                 Some(chunk) => {
                     deleted += chunk.deleted;
-                    c.slot = sources.len();
-                    sources.push(chunk.batch.clone());
+                    sources.retire(c.slot);
+                    c.slot = sources.put(chunk.batch.clone());
                     let done = std::mem::replace(&mut c.chunk, chunk);
                     retired_memory.push(done.memory);
                     c.pos = 0;
@@ -159,6 +160,7 @@ pub fn merge<S: RunSource>(
                 None => {
                     // The run is done: its source (a reader, its pages) goes now.
                     deleted += c.source.trailing_deleted();
+                    sources.retire(c.slot);
                     retired_memory.push(c.chunk.memory.split(usize::MAX));
                     cursors[top] = None;
                     let last = heap.len() - 1;
@@ -175,9 +177,9 @@ pub fn merge<S: RunSource>(
         };
         let full = enough || picked.len() >= batch_rows || held >= out_bytes || retired >= out_bytes;
         if !picked.is_empty() && (full || (heap.is_empty() && pending.is_empty())) {
-            let batch = gather_picked(&sources, &mut picked)?;
+            let batch = gather_picked(&sources.chunks, &mut picked)?;
             // (dictionary values the batch shares with its sources are held by them)
-            let size = match sources.first() {
+            let size = match sources.chunks.iter().flatten().next() {
                 Some(source) => crate::dictionary::size_beside(&batch, source),
                 None => decoded_size(&batch),
             };
@@ -188,13 +190,7 @@ pub fn merge<S: RunSource>(
             retired_memory.clear();
             (held, expanded, input, retired, deleted) = (0.0, 0.0, 0.0, 0.0, 0);
             // Keep only the chunks cursors still read from.
-            sources.clear();
-            for &i in &heap {
-                if let Some(c) = cursors[i].as_mut() {
-                    c.slot = sources.len();
-                    sources.push(c.chunk.batch.clone());
-                }
-            }
+            sources.free_retired();
         }
     }
     if deleted > 0 {
@@ -203,18 +199,59 @@ pub fn merge<S: RunSource>(
     Ok(())
 }
 
+/// The chunks a merge picks rows from, each in a slot that stays its own until the chunk is
+/// retired (consumed) and the output batch its rows went to is out.
+#[derive(Default)]
+struct Slots {
+    chunks: Vec<Option<RecordBatch>>,
+    free: Vec<usize>,
+    retired: Vec<usize>,
+}
+
+impl Slots {
+    fn put(&mut self, chunk: RecordBatch) -> usize {
+        match self.free.pop() {
+            Some(slot) => {
+                self.chunks[slot] = Some(chunk);
+                slot
+            }
+            None => {
+                self.chunks.push(Some(chunk));
+                self.chunks.len() - 1
+            }
+        }
+    }
+
+    /// The chunk in `slot` is consumed: it goes once the batch being picked is out.
+    fn retire(&mut self, slot: usize) {
+        self.retired.push(slot);
+    }
+
+    fn free_retired(&mut self) {
+        for slot in self.retired.drain(..) {
+            if let Some(chunk) = self.chunks.get_mut(slot) {
+                *chunk = None;
+                self.free.push(slot);
+            }
+        }
+    }
+}
+
 /// The rows `picked` from `sources`, gathered from only the chunks they come from: a merge
 /// holds a chunk per run (up to the fan-in, hundreds), an output batch takes rows from a few of
 /// them, and gathering asks every source array of every column for its type and dictionary.
 /// `picked` is rewritten to index the chunks it refers to.
-fn gather_picked(sources: &[RecordBatch], picked: &mut [(usize, usize)]) -> Result<RecordBatch> {
+fn gather_picked(sources: &[Option<RecordBatch>], picked: &mut [(usize, usize)]) -> Result<RecordBatch> {
     let mut slot = vec![usize::MAX; sources.len()];
     let mut refs: Vec<&RecordBatch> = Vec::new();
     for (source, _) in picked.iter_mut() {
         let Some(new) = slot.get_mut(*source) else { return Err(CompactError::Internal("merge picked a row of no chunk".into())) };
         if *new == usize::MAX {
+            let Some(chunk) = sources.get(*source).and_then(Option::as_ref) else {
+                return Err(CompactError::Internal("merge picked a row of a chunk already gone".into()));
+            };
             *new = refs.len();
-            refs.extend(sources.get(*source));
+            refs.push(chunk);
         }
         *source = *new;
     }
