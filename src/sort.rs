@@ -70,6 +70,9 @@ pub struct Sorter<'a> {
     /// next buffer fills.
     background: bool,
     pending: Option<std::thread::JoinHandle<Result<Run>>>,
+    /// `threads` > 1: a run an intermediate merge writes is compressed on a thread of its own
+    /// while the merge goes on (`spill::SpillDir::create`).
+    parallel: bool,
     /// Rows and input bytes received, to attribute input bytes to output batches.
     rows: u64,
     input_bytes: f64,
@@ -103,6 +106,7 @@ impl<'a> Sorter<'a> {
             spill,
             cancel,
             background,
+            parallel: background,
             pending: None,
             rows: 0,
             input_bytes: 0.0,
@@ -161,7 +165,7 @@ impl<'a> Sorter<'a> {
             }
             let (start, take) = next_merge(runs.len(), next, fan_in);
             let group: Vec<Run> = runs.drain(start..start + take).collect();
-            let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE)?;
+            let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
             // (a merged batch ends after the row that fills it: cut to the chunk size the first
             // runs have, so the merged run's readers hold no more than theirs and the fan-in of
             // the next merge stays)
@@ -203,7 +207,7 @@ impl<'a> Sorter<'a> {
         check_cancel(self.cancel)?;
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
-        let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE)?;
+        let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, false)?;
         let job = self.job(buffer, Some(writer));
         self.wait_pending()?;
         if self.background {

@@ -13,8 +13,14 @@
 //! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
 //!
+//! A run an intermediate merge writes (with `threads` > 1) is compressed and written on a thread
+//! of its own, a frame at a time with one more waiting, while the merge goes on (`FrameSink`):
+//! the same bytes as written inline.
+//!
 //! Memory: a run being written holds its frame's encoded bytes and the frame (accounted as they
-//! grow), the compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
+//! grow; on a thread of its own, up to four frames of the largest size so far: the one filling,
+//! the one waiting, the one being compressed and its output), the compression context and a write
+//! buffer (`RUN_WRITE_STATE`); a run being read holds
 //! a read buffer (`RUN_READ_STATE`) and its current frame, which is its chunk's memory, or more
 //! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
 //! compressed (at most `max_frame_bytes`).
@@ -110,7 +116,9 @@ impl SpillDir {
     /// Starts a new run file (a name another process holds is skipped, never reused) for
     /// chunks of about `chunk_bytes` decoded bytes: each its own frame, or, where they are
     /// smaller than `FRAME_BYTES`, as many to a frame as make that.
-    pub fn create(&mut self, schema: &SchemaRef, chunk_bytes: usize) -> Result<RunWriter> {
+    /// With `background`, its frames are compressed and written on a thread of their own
+    /// while the caller goes on encoding the next ones (`FrameSink`).
+    pub fn create(&mut self, schema: &SchemaRef, chunk_bytes: usize, background: bool) -> Result<RunWriter> {
         self.ensure_dir()?;
         let (file, path) = loop {
             let path = self.dir.join(format!("{}-spill-{:05}.arrow.tmp", self.prefix, self.next));
@@ -124,15 +132,18 @@ impl SpillDir {
         let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
         let out = BufWriter::with_capacity(IO_BUFFER, file);
         let compressor = zstd::bulk::Compressor::new(SPILL_LEVEL).map_err(|e| CompactError::io(&guard.path, &e))?;
+        let out = FrameOut { out, frame: Vec::new(), compressor };
+        let sink = match background {
+            true => FrameSink::background(out).map_err(|e| CompactError::io(&guard.path, &e))?,
+            false => FrameSink::Inline(out),
+        };
         let frames = FrameWriter {
             group: FRAME_BYTES.div_ceil(chunk_bytes.max(1)),
             max_frame: 0,
             max_shared_frame: 0,
             chunks: 0,
-            out,
             pending: Vec::new(),
-            frame: Vec::new(),
-            compressor,
+            sink,
         };
         let writer =
             StreamWriter::try_new_with_options(frames, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
@@ -174,11 +185,89 @@ struct FrameWriter {
     max_shared_frame: usize,
     /// Chunks written since the last frame.
     chunks: usize,
-    out: BufWriter<File>,
     /// The stream's bytes since the last frame.
     pending: Vec<u8>,
+    sink: FrameSink,
+}
+
+/// Where finished frames are compressed and written: here, or on a thread of the run's own, one
+/// frame at a time with at most one more waiting (so a merge writing a run decodes, gathers and
+/// encodes while the frame before is compressed).
+enum FrameSink {
+    Inline(FrameOut),
+    Background {
+        worker: Worker,
+        /// Emptied frame buffers coming back for reuse.
+        spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    },
+}
+
+/// The run file's compressed output.
+struct FrameOut {
+    out: BufWriter<File>,
+    /// The frame being compressed.
     frame: Vec<u8>,
     compressor: zstd::bulk::Compressor<'static>,
+}
+
+impl FrameOut {
+    /// `bytes` compressed into a frame of their own, behind its length.
+    fn write_frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.frame.clear();
+        self.frame.reserve(zstd::zstd_safe::compress_bound(bytes.len()));
+        self.compressor.compress_to_buffer(bytes, &mut self.frame)?;
+        let len = u32::try_from(self.frame.len()).map_err(|_| std::io::Error::other("a spill frame over 4 GiB"))?;
+        self.out.write_all(&len.to_le_bytes())?;
+        self.out.write_all(&self.frame)
+    }
+}
+
+/// The thread a run's frames are compressed and written on.
+struct Worker {
+    frames: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    handle: Option<std::thread::JoinHandle<std::io::Result<FrameOut>>>,
+}
+
+impl Worker {
+    /// Hands the thread no more frames and waits for it: its output, or the error it stopped on.
+    fn stop(&mut self) -> std::io::Result<FrameOut> {
+        drop(self.frames.take());
+        match self.handle.take() {
+            Some(handle) => handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the spill writer thread panicked"))),
+            None => Err(std::io::Error::other("the spill writer thread is gone")),
+        }
+    }
+}
+
+impl Drop for Worker {
+    /// A run abandoned (the call failed or was cancelled) leaves no thread writing behind it.
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+impl FrameSink {
+    fn background(mut out: FrameOut) -> std::io::Result<FrameSink> {
+        let (frames, queued) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (emptied, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let handle = std::thread::Builder::new().name("gencompact-runw".into()).spawn(move || {
+            for mut bytes in queued {
+                out.write_frame(&bytes)?;
+                bytes.clear();
+                let _ = emptied.try_send(bytes);
+            }
+            Ok(out)
+        })?;
+        Ok(FrameSink::Background { worker: Worker { frames: Some(frames), handle: Some(handle) }, spare })
+    }
+
+    /// The file's writer once every frame is written (and the thread, if any, is done).
+    fn finish(self) -> std::io::Result<BufWriter<File>> {
+        match self {
+            FrameSink::Inline(out) => Ok(out.out),
+            FrameSink::Background { mut worker, .. } => Ok(worker.stop()?.out),
+        }
+    }
 }
 
 impl Write for FrameWriter {
@@ -198,24 +287,38 @@ impl FrameWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        self.frame.clear();
-        self.frame.reserve(zstd::zstd_safe::compress_bound(self.pending.len()));
-        self.compressor.compress_to_buffer(&self.pending[..], &mut self.frame)?;
         self.max_frame = self.max_frame.max(self.pending.len());
         if self.chunks > 1 {
             self.max_shared_frame = self.max_shared_frame.max(self.pending.len());
         }
         self.chunks = 0;
-        let len = u32::try_from(self.frame.len()).map_err(|_| std::io::Error::other("a spill frame over 4 GiB"))?;
-        self.out.write_all(&len.to_le_bytes())?;
-        self.out.write_all(&self.frame)?;
-        self.pending.clear();
+        match &mut self.sink {
+            FrameSink::Inline(out) => {
+                out.write_frame(&self.pending)?;
+                self.pending.clear();
+            }
+            FrameSink::Background { worker, spare } => {
+                let next = spare.try_recv().unwrap_or_default();
+                let bytes = std::mem::replace(&mut self.pending, next);
+                if worker.frames.as_ref().is_none_or(|f| f.send(bytes).is_err()) {
+                    // The thread stopped on an error: that error.
+                    return Err(match worker.stop() {
+                        Err(e) => e,
+                        Ok(_) => std::io::Error::other("the spill writer thread stopped"),
+                    });
+                }
+            }
+        }
         Ok(())
     }
 
-    /// The bytes its buffers hold.
+    /// The bytes its buffers hold: the frame being filled, and the one being compressed (and
+    /// compressed) and the one waiting, each at most as large as the largest so far.
     fn held(&self) -> usize {
-        self.pending.capacity() + self.frame.capacity()
+        match &self.sink {
+            FrameSink::Inline(out) => self.pending.capacity() + out.frame.capacity(),
+            FrameSink::Background { .. } => self.pending.capacity() + 4 * self.max_frame,
+        }
     }
 }
 
@@ -302,7 +405,8 @@ impl RunWriter {
         let mut frames = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
         frames.end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let (max_frame_bytes, held_frame_bytes) = (frames.max_frame, frames.max_shared_frame);
-        let file = frames.out.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
+        let out = frames.sink.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
+        let file = out.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         self.file.bytes = bytes;
         let now = self.file.disk.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
@@ -419,13 +523,17 @@ mod tests {
         let mut sizes = Vec::new();
         let mut paths = Vec::new();
         let plain: usize = chunks.iter().map(|c| c.get_array_memory_size()).sum();
-        // A chunk to a frame, then chunks smaller than a frame sharing frames.
-        for chunk_bytes in [1 << 20, 8 << 10] {
-            let mut w = spill.create(&schema, chunk_bytes).unwrap();
+        // A chunk to a frame, then chunks smaller than a frame sharing frames; written here,
+        // then on a thread of the run's own (the same bytes).
+        let mut contents: Vec<Vec<u8>> = Vec::new();
+        for (chunk_bytes, background) in [(1 << 20, false), (8 << 10, false), (1 << 20, true), (8 << 10, true)] {
+            let mut w = spill.create(&schema, chunk_bytes, background).unwrap();
+            assert_eq!(matches!(w.writer.get_ref().sink, FrameSink::Background { .. }), background);
             for c in &chunks {
                 w.write(c, 0).unwrap();
             }
             let run = w.finish().unwrap();
+            contents.push(std::fs::read(&run.file.path).unwrap());
             assert_eq!(run.rows, 5000);
             assert!(run.max_frame_bytes > 0);
             // A reader holds a frame between chunks only where the frame has more than one.
@@ -442,6 +550,7 @@ mod tests {
             drop(run);
         }
         assert!(sizes.iter().all(|s| (*s as usize) * 4 < plain), "zstd runs {sizes:?} bytes for {plain} bytes of chunks");
+        assert!(contents[0] == contents[2] && contents[1] == contents[3], "a run compressed on its own thread is the same file");
         assert!(paths.iter().all(|p| !p.exists()), "run files removed with their runs");
         drop(spill);
         assert!(!dir.exists(), "the directory the spill created is removed");
@@ -465,7 +574,7 @@ mod tests {
             Ok(n)
         };
         for damage in ["truncate", "length", "frame"] {
-            let mut w = spill.create(&schema, 1 << 20).unwrap();
+            let mut w = spill.create(&schema, 1 << 20, false).unwrap();
             for _ in 0..3 {
                 w.write(&chunk, 0).unwrap();
             }
