@@ -7,7 +7,7 @@
 //! and the runs are merged with a k-way merge on `arrow-row` keys, in as many passes as
 //! needed so that what one merge holds per run (a chunk, the dictionaries the run's chunks
 //! share, see `gather`, and a read buffer and frame, see `spill`) stays within `batchBytes` and
-//! half of the fixed allowance (`next_merge`: each row is rewritten once per pass). A merge gives the
+//! a quarter of the fixed allowance (`next_merge`: each row is rewritten once per pass). A merge gives the
 //! runs' dictionaries one union (`gather::Union`). Ties keep arrival order (the sort
 //! is stable and the merge prefers the earlier run), so the output is deterministic, and the
 //! same for any `threads`: buffer and chunk sizes do not depend on it.
@@ -16,7 +16,7 @@
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a read buffer and (for small chunks) a
-//! frame per merged run (at most `batchBytes` and 32 MiB together), the frame a chunk is read
+//! frame per merged run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
 //! from (compressed), the union of the runs' dictionaries (at most
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
@@ -156,10 +156,11 @@ impl<'a> Sorter<'a> {
         loop {
             check_cancel(self.cancel)?;
             // A merged run's reader holds a chunk, its run's dictionaries, its frame (of more
-            // chunks) and a read buffer: out of batchBytes and half of the fixed allowance.
+            // chunks) and a read buffer: out of batchBytes and a quarter of the fixed allowance
+            // (what the allocators keep beside the blocks in use needs room under the bound too).
             let widest =
                 runs.iter().map(|r| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes).max().unwrap_or(0) + RUN_READ_STATE;
-            let fan_in = ((self.budget + crate::memory::FIXED_BYTES / 2) / widest).clamp(2, MAX_FAN_IN);
+            let fan_in = ((self.budget + crate::memory::FIXED_BYTES / 4) / widest).clamp(2, MAX_FAN_IN);
             if runs.len() <= fan_in {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
