@@ -556,6 +556,35 @@ mod tests {
         assert!(!dir.exists(), "the directory the spill created is removed");
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_run_written_on_its_own_thread_fails_with_the_error_its_thread_stopped_on() {
+        // /dev/full: every write that reaches it fails with ENOSPC, as on a full disk.
+        let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = FrameOut {
+            out: BufWriter::with_capacity(IO_BUFFER, full),
+            frame: Vec::new(),
+            compressor: zstd::bulk::Compressor::new(SPILL_LEVEL).unwrap(),
+        };
+        let sink = FrameSink::background(out).unwrap();
+        let mut frames = FrameWriter { group: 1, max_frame: 0, max_shared_frame: 0, chunks: 0, pending: Vec::new(), sink };
+        // (bytes zstd cannot shrink: each frame outgrows the write buffer)
+        let noise: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut failed = None;
+        for _ in 0..50 {
+            frames.write_all(&noise).unwrap();
+            if let Err(e) = frames.end_frame() {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = match failed {
+            Some(e) => e,
+            None => frames.sink.finish().unwrap_err(),
+        };
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    }
+
     #[test]
     fn a_damaged_run_file_is_an_error() {
         let dir = std::env::temp_dir().join(format!("gencompact-spill-damaged-{}", std::process::id()));
