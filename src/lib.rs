@@ -20,6 +20,7 @@ pub mod dirs;
 pub mod divert;
 pub mod encode;
 pub mod error;
+pub mod frames;
 pub mod gate;
 pub mod gather;
 pub mod group;

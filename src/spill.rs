@@ -13,20 +13,18 @@
 //! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
 //!
-//! A run an intermediate merge writes (with `threads` > 1) is compressed and written on a thread
-//! of its own, a frame at a time with one more waiting, while the merge goes on (`FrameSink`):
-//! the same bytes as written inline.
+//! The frames are written and read by `frames`; a run an intermediate merge writes (with
+//! `threads` > 1) is compressed and written on a thread of its own while the merge goes on.
 //!
-//! Memory: a run being written holds its frame's encoded bytes and the frame (accounted as they
-//! grow; on a thread of its own, up to four frames of the largest size so far: the one filling,
-//! the one waiting, the one being compressed and its output), the compression context and a write
-//! buffer (`RUN_WRITE_STATE`); a run being read holds
+//! Memory: a run being written holds its frames' bytes (`frames`, accounted as they grow), the
+//! compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
 //! a read buffer (`RUN_READ_STATE`) and its current frame, which is its chunk's memory, or more
 //! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
 //! compressed (at most `max_frame_bytes`).
 
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
+use crate::frames::{next_frame, FrameOut, FrameSink, FrameWriter, FRAME_BYTES, SPILL_LEVEL};
 use crate::memory::{Accountant, Reservation};
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -34,7 +32,7 @@ use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -159,204 +157,14 @@ impl Drop for SpillDir {
     }
 }
 
-/// zstd level 1: about as fast to write as LZ4 and much smaller on text.
-const SPILL_LEVEL: i32 = 1;
 const IO_BUFFER: usize = 1 << 16;
 /// A run reader's read buffer: frames are read whole, mostly past it.
 const READ_BUFFER: usize = 16 << 10;
 /// What a run writer holds besides its chunk's encoded bytes and frame: zstd's level-1
 /// context and the write buffer.
 pub const RUN_WRITE_STATE: usize = (1 << 20) + IO_BUFFER;
-/// Chunks smaller than this share a frame, of about this many bytes (zstd finds little to
-/// shrink in a few KB on their own).
-const FRAME_BYTES: usize = 256 << 10;
 /// What a run reader holds besides its frame: its read buffer.
 pub const RUN_READ_STATE: usize = READ_BUFFER;
-/// No frame of a run decompresses to more than this (a chunk holds at least one row; Arrow's
-/// 32-bit offsets keep a string column's values below 2 GiB).
-const MAX_FRAME: usize = i32::MAX as usize;
-
-/// The bytes of a run's IPC stream, compressed in frames of whole chunks (`end_frame`).
-struct FrameWriter {
-    /// Chunks to a frame.
-    group: usize,
-    /// The most bytes a frame decompresses to, and a frame of more than one chunk.
-    max_frame: usize,
-    max_shared_frame: usize,
-    /// Chunks written since the last frame.
-    chunks: usize,
-    /// The stream's bytes since the last frame.
-    pending: Vec<u8>,
-    sink: FrameSink,
-}
-
-/// Where finished frames are compressed and written: here, or on a thread of the run's own, one
-/// frame at a time with at most one more waiting (so a merge writing a run decodes, gathers and
-/// encodes while the frame before is compressed).
-enum FrameSink {
-    Inline(FrameOut),
-    Background {
-        worker: Worker,
-        /// Emptied frame buffers coming back for reuse.
-        spare: std::sync::mpsc::Receiver<Vec<u8>>,
-    },
-}
-
-/// The run file's compressed output.
-struct FrameOut {
-    out: BufWriter<File>,
-    /// The frame being compressed.
-    frame: Vec<u8>,
-    compressor: zstd::bulk::Compressor<'static>,
-}
-
-impl FrameOut {
-    /// `bytes` compressed into a frame of their own, behind its length.
-    fn write_frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.frame.clear();
-        self.frame.reserve(zstd::zstd_safe::compress_bound(bytes.len()));
-        self.compressor.compress_to_buffer(bytes, &mut self.frame)?;
-        let len = u32::try_from(self.frame.len()).map_err(|_| std::io::Error::other("a spill frame over 4 GiB"))?;
-        self.out.write_all(&len.to_le_bytes())?;
-        self.out.write_all(&self.frame)
-    }
-}
-
-/// The thread a run's frames are compressed and written on.
-struct Worker {
-    frames: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
-    handle: Option<std::thread::JoinHandle<std::io::Result<FrameOut>>>,
-}
-
-impl Worker {
-    /// Hands the thread no more frames and waits for it: its output, or the error it stopped on.
-    fn stop(&mut self) -> std::io::Result<FrameOut> {
-        drop(self.frames.take());
-        match self.handle.take() {
-            Some(handle) => handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the spill writer thread panicked"))),
-            None => Err(std::io::Error::other("the spill writer thread is gone")),
-        }
-    }
-}
-
-impl Drop for Worker {
-    /// A run abandoned (the call failed or was cancelled) leaves no thread writing behind it.
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
-}
-
-impl FrameSink {
-    fn background(mut out: FrameOut) -> std::io::Result<FrameSink> {
-        let (frames, queued) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
-        let (emptied, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
-        let handle = std::thread::Builder::new().name("gencompact-runw".into()).spawn(move || {
-            for mut bytes in queued {
-                out.write_frame(&bytes)?;
-                bytes.clear();
-                let _ = emptied.try_send(bytes);
-            }
-            Ok(out)
-        })?;
-        Ok(FrameSink::Background { worker: Worker { frames: Some(frames), handle: Some(handle) }, spare })
-    }
-
-    /// The file's writer once every frame is written (and the thread, if any, is done).
-    fn finish(self) -> std::io::Result<BufWriter<File>> {
-        match self {
-            FrameSink::Inline(out) => Ok(out.out),
-            FrameSink::Background { mut worker, .. } => Ok(worker.stop()?.out),
-        }
-    }
-}
-
-impl Write for FrameWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.pending.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl FrameWriter {
-    /// Compresses what the stream wrote since the last frame into a frame of its own.
-    fn end_frame(&mut self) -> std::io::Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        self.max_frame = self.max_frame.max(self.pending.len());
-        if self.chunks > 1 {
-            self.max_shared_frame = self.max_shared_frame.max(self.pending.len());
-        }
-        self.chunks = 0;
-        match &mut self.sink {
-            FrameSink::Inline(out) => {
-                out.write_frame(&self.pending)?;
-                self.pending.clear();
-            }
-            FrameSink::Background { worker, spare } => {
-                let next = spare.try_recv().unwrap_or_default();
-                let bytes = std::mem::replace(&mut self.pending, next);
-                if worker.frames.as_ref().is_none_or(|f| f.send(bytes).is_err()) {
-                    // The thread stopped on an error: that error.
-                    return Err(match worker.stop() {
-                        Err(e) => e,
-                        Ok(_) => std::io::Error::other("the spill writer thread stopped"),
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The bytes its buffers hold: the frame being filled, and the one being compressed (and
-    /// compressed) and the one waiting, each at most as large as the largest so far.
-    fn held(&self) -> usize {
-        match &self.sink {
-            FrameSink::Inline(out) => self.pending.capacity() + out.frame.capacity(),
-            FrameSink::Background { .. } => self.pending.capacity() + 4 * self.max_frame,
-        }
-    }
-}
-
-thread_local! {
-    /// The decompression context of the thread reading runs (one merge reads its runs' chunks
-    /// one at a time, on one thread).
-    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The next frame of a run file, decompressed (with the thread's decompression context);
-/// `None` at the end of the file.
-fn next_frame(input: &mut BufReader<File>) -> std::io::Result<Option<Vec<u8>>> {
-    let mut len = [0u8; 4];
-    match input.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
-    // (a frame cut short is damage, not the end of the run)
-    input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
-        Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
-        _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
-    };
-    let mut frame = Vec::with_capacity(size);
-    DECOMPRESSOR.with(|d| -> std::io::Result<()> {
-        let mut d = d.borrow_mut();
-        let decompressor = match d.as_mut() {
-            Some(decompressor) => decompressor,
-            None => d.insert(zstd::bulk::Decompressor::new()?),
-        };
-        decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
-        Ok(())
-    })?;
-    Ok(Some(frame))
-}
-
 /// A spill file, removed when dropped.
 struct SpillFile {
     path: PathBuf,
@@ -554,35 +362,6 @@ mod tests {
         assert!(paths.iter().all(|p| !p.exists()), "run files removed with their runs");
         drop(spill);
         assert!(!dir.exists(), "the directory the spill created is removed");
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_run_written_on_its_own_thread_fails_with_the_error_its_thread_stopped_on() {
-        // /dev/full: every write that reaches it fails with ENOSPC, as on a full disk.
-        let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
-        let out = FrameOut {
-            out: BufWriter::with_capacity(IO_BUFFER, full),
-            frame: Vec::new(),
-            compressor: zstd::bulk::Compressor::new(SPILL_LEVEL).unwrap(),
-        };
-        let sink = FrameSink::background(out).unwrap();
-        let mut frames = FrameWriter { group: 1, max_frame: 0, max_shared_frame: 0, chunks: 0, pending: Vec::new(), sink };
-        // (bytes zstd cannot shrink: each frame outgrows the write buffer)
-        let noise: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        let mut failed = None;
-        for _ in 0..50 {
-            frames.write_all(&noise).unwrap();
-            if let Err(e) = frames.end_frame() {
-                failed = Some(e);
-                break;
-            }
-        }
-        let e = match failed {
-            Some(e) => e,
-            None => frames.sink.finish().unwrap_err(),
-        };
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
     }
 
     #[test]

@@ -1,0 +1,237 @@
+//! Frames: the bytes of a spilled run (`spill`) as zstd frames, each behind its compressed length
+//! (`u32`, little-endian) — written here or on a thread of the run's own (`FrameSink`), and read
+//! back whole with the reading thread's one decompression context (`next_frame`).
+//!
+//! Memory: a frame being filled and the frame compressed (on a thread of its own, up to four
+//! frames of the largest size so far: the one filling, the one waiting, the one being compressed
+//! and its output); a frame read back, compressed and decompressed; one compression context per
+//! run being written and one decompression context per reading thread.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+
+/// zstd level 1: about as fast to write as LZ4 and much smaller on text.
+pub(crate) const SPILL_LEVEL: i32 = 1;
+/// Chunks smaller than this share a frame, of about this many bytes (zstd finds little to
+/// shrink in a few KB on their own).
+pub(crate) const FRAME_BYTES: usize = 256 << 10;
+
+/// No frame of a run decompresses to more than this (a chunk holds at least one row; Arrow's
+/// 32-bit offsets keep a string column's values below 2 GiB).
+const MAX_FRAME: usize = i32::MAX as usize;
+
+/// The bytes of a run's IPC stream, compressed in frames of whole chunks (`end_frame`).
+pub(crate) struct FrameWriter {
+    /// Chunks to a frame.
+    pub(crate) group: usize,
+    /// The most bytes a frame decompresses to, and a frame of more than one chunk.
+    pub(crate) max_frame: usize,
+    pub(crate) max_shared_frame: usize,
+    /// Chunks written since the last frame.
+    pub(crate) chunks: usize,
+    /// The stream's bytes since the last frame.
+    pub(crate) pending: Vec<u8>,
+    pub(crate) sink: FrameSink,
+}
+
+/// Where finished frames are compressed and written: here, or on a thread of the run's own, one
+/// frame at a time with at most one more waiting (so a merge writing a run decodes, gathers and
+/// encodes while the frame before is compressed).
+pub(crate) enum FrameSink {
+    Inline(FrameOut),
+    Background {
+        worker: Worker,
+        /// Emptied frame buffers coming back for reuse.
+        spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    },
+}
+
+/// The run file's compressed output.
+pub(crate) struct FrameOut {
+    pub(crate) out: BufWriter<File>,
+    /// The frame being compressed.
+    pub(crate) frame: Vec<u8>,
+    pub(crate) compressor: zstd::bulk::Compressor<'static>,
+}
+
+impl FrameOut {
+    /// `bytes` compressed into a frame of their own, behind its length.
+    fn write_frame(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.frame.clear();
+        self.frame.reserve(zstd::zstd_safe::compress_bound(bytes.len()));
+        self.compressor.compress_to_buffer(bytes, &mut self.frame)?;
+        let len = u32::try_from(self.frame.len()).map_err(|_| std::io::Error::other("a spill frame over 4 GiB"))?;
+        self.out.write_all(&len.to_le_bytes())?;
+        self.out.write_all(&self.frame)
+    }
+}
+
+/// The thread a run's frames are compressed and written on.
+pub(crate) struct Worker {
+    frames: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    handle: Option<std::thread::JoinHandle<std::io::Result<FrameOut>>>,
+}
+
+impl Worker {
+    /// Hands the thread no more frames and waits for it: its output, or the error it stopped on.
+    fn stop(&mut self) -> std::io::Result<FrameOut> {
+        drop(self.frames.take());
+        match self.handle.take() {
+            Some(handle) => handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the spill writer thread panicked"))),
+            None => Err(std::io::Error::other("the spill writer thread is gone")),
+        }
+    }
+}
+
+impl Drop for Worker {
+    /// A run abandoned (the call failed or was cancelled) leaves no thread writing behind it.
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+impl FrameSink {
+    pub(crate) fn background(mut out: FrameOut) -> std::io::Result<FrameSink> {
+        let (frames, queued) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (emptied, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let handle = std::thread::Builder::new().name("gencompact-runw".into()).spawn(move || {
+            for mut bytes in queued {
+                out.write_frame(&bytes)?;
+                bytes.clear();
+                let _ = emptied.try_send(bytes);
+            }
+            Ok(out)
+        })?;
+        Ok(FrameSink::Background { worker: Worker { frames: Some(frames), handle: Some(handle) }, spare })
+    }
+
+    /// The file's writer once every frame is written (and the thread, if any, is done).
+    pub(crate) fn finish(self) -> std::io::Result<BufWriter<File>> {
+        match self {
+            FrameSink::Inline(out) => Ok(out.out),
+            FrameSink::Background { mut worker, .. } => Ok(worker.stop()?.out),
+        }
+    }
+}
+
+impl Write for FrameWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl FrameWriter {
+    /// Compresses what the stream wrote since the last frame into a frame of its own.
+    pub(crate) fn end_frame(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.max_frame = self.max_frame.max(self.pending.len());
+        if self.chunks > 1 {
+            self.max_shared_frame = self.max_shared_frame.max(self.pending.len());
+        }
+        self.chunks = 0;
+        match &mut self.sink {
+            FrameSink::Inline(out) => {
+                out.write_frame(&self.pending)?;
+                self.pending.clear();
+            }
+            FrameSink::Background { worker, spare } => {
+                let next = spare.try_recv().unwrap_or_default();
+                let bytes = std::mem::replace(&mut self.pending, next);
+                if worker.frames.as_ref().is_none_or(|f| f.send(bytes).is_err()) {
+                    // The thread stopped on an error: that error.
+                    return Err(match worker.stop() {
+                        Err(e) => e,
+                        Ok(_) => std::io::Error::other("the spill writer thread stopped"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes its buffers hold: the frame being filled, and the one being compressed (and
+    /// compressed) and the one waiting, each at most as large as the largest so far.
+    pub(crate) fn held(&self) -> usize {
+        match &self.sink {
+            FrameSink::Inline(out) => self.pending.capacity() + out.frame.capacity(),
+            FrameSink::Background { .. } => self.pending.capacity() + 4 * self.max_frame,
+        }
+    }
+}
+
+thread_local! {
+    /// The decompression context of the thread reading runs (one merge reads its runs' chunks
+    /// one at a time, on one thread).
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The next frame of a run file, decompressed (with the thread's decompression context);
+/// `None` at the end of the file.
+pub(crate) fn next_frame(input: &mut BufReader<File>) -> std::io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match input.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
+    // (a frame cut short is damage, not the end of the run)
+    input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
+        Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
+        _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
+    };
+    let mut frame = Vec::with_capacity(size);
+    DECOMPRESSOR.with(|d| -> std::io::Result<()> {
+        let mut d = d.borrow_mut();
+        let decompressor = match d.as_mut() {
+            Some(decompressor) => decompressor,
+            None => d.insert(zstd::bulk::Decompressor::new()?),
+        };
+        decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
+        Ok(())
+    })?;
+    Ok(Some(frame))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_run_written_on_its_own_thread_fails_with_the_error_its_thread_stopped_on() {
+        // /dev/full: every write that reaches it fails with ENOSPC, as on a full disk.
+        let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = FrameOut {
+            out: BufWriter::with_capacity(1 << 16, full),
+            frame: Vec::new(),
+            compressor: zstd::bulk::Compressor::new(SPILL_LEVEL).unwrap(),
+        };
+        let sink = FrameSink::background(out).unwrap();
+        let mut frames = FrameWriter { group: 1, max_frame: 0, max_shared_frame: 0, chunks: 0, pending: Vec::new(), sink };
+        // (bytes zstd cannot shrink: each frame outgrows the write buffer)
+        let noise: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut failed = None;
+        for _ in 0..50 {
+            frames.write_all(&noise).unwrap();
+            if let Err(e) = frames.end_frame() {
+                failed = Some(e);
+                break;
+            }
+        }
+        let e = match failed {
+            Some(e) => e,
+            None => frames.sink.finish().unwrap_err(),
+        };
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    }
+}
