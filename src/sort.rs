@@ -167,11 +167,11 @@ impl<'a> Sorter<'a> {
             let (start, take) = next_merge(runs.len(), next, fan_in);
             let group: Vec<Run> = runs.drain(start..start + take).collect();
             let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
-            // (a merged batch ends after the row that fills it: cut to the chunk size the first
-            // runs have, so the merged run's readers hold no more than theirs and the fan-in of
-            // the next merge stays)
+            // (merged batches of the final merge's size — a batch costs work for every column —
+            // cut into chunks of the size the first runs have, so the merged run's readers hold
+            // no more than theirs and the fan-in of the next merge stays)
             let chunk_bytes = self.budget / CHUNK_SHARE;
-            self.merge(&group, chunk_bytes, |b, bytes| {
+            self.merge(&group, out_bytes, |b, bytes| {
                 for (rows, chunk_bytes) in chunk_rows(b.num_rows(), bytes, chunk_bytes) {
                     writer.write(&b.slice(rows.start, rows.len()), chunk_bytes)?;
                 }
