@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 
 /// zstd level 1: about as fast to write as LZ4 and much smaller on text.
-pub(crate) const SPILL_LEVEL: i32 = 1;
+const SPILL_LEVEL: i32 = 1;
 /// Chunks smaller than this share a frame, of about this many bytes (zstd finds little to
 /// shrink in a few KB on their own).
 pub(crate) const FRAME_BYTES: usize = 256 << 10;
@@ -23,21 +23,21 @@ const MAX_FRAME: usize = i32::MAX as usize;
 /// The bytes of a run's IPC stream, compressed in frames of whole chunks (`end_frame`).
 pub(crate) struct FrameWriter {
     /// Chunks to a frame.
-    pub(crate) group: usize,
+    group: usize,
     /// The most bytes a frame decompresses to, and a frame of more than one chunk.
-    pub(crate) max_frame: usize,
-    pub(crate) max_shared_frame: usize,
+    max_frame: usize,
+    max_shared_frame: usize,
     /// Chunks written since the last frame.
-    pub(crate) chunks: usize,
+    chunks: usize,
     /// The stream's bytes since the last frame.
-    pub(crate) pending: Vec<u8>,
-    pub(crate) sink: FrameSink,
+    pending: Vec<u8>,
+    sink: FrameSink,
 }
 
 /// Where finished frames are compressed and written: here, or on a thread of the run's own, one
 /// frame at a time with at most one more waiting (so a merge writing a run decodes, gathers and
 /// encodes while the frame before is compressed).
-pub(crate) enum FrameSink {
+enum FrameSink {
     Inline(FrameOut),
     Background {
         worker: Worker,
@@ -47,11 +47,11 @@ pub(crate) enum FrameSink {
 }
 
 /// The run file's compressed output.
-pub(crate) struct FrameOut {
-    pub(crate) out: BufWriter<File>,
+struct FrameOut {
+    out: BufWriter<File>,
     /// The frame being compressed.
-    pub(crate) frame: Vec<u8>,
-    pub(crate) compressor: zstd::bulk::Compressor<'static>,
+    frame: Vec<u8>,
+    compressor: zstd::bulk::Compressor<'static>,
 }
 
 impl FrameOut {
@@ -67,7 +67,7 @@ impl FrameOut {
 }
 
 /// The thread a run's frames are compressed and written on.
-pub(crate) struct Worker {
+struct Worker {
     frames: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
     handle: Option<std::thread::JoinHandle<std::io::Result<FrameOut>>>,
 }
@@ -91,7 +91,7 @@ impl Drop for Worker {
 }
 
 impl FrameSink {
-    pub(crate) fn background(mut out: FrameOut) -> std::io::Result<FrameSink> {
+    fn background(mut out: FrameOut) -> std::io::Result<FrameSink> {
         let (frames, queued) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (emptied, spare) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
         let handle = std::thread::Builder::new().name("gencompact-runw".into()).spawn(move || {
@@ -106,7 +106,7 @@ impl FrameSink {
     }
 
     /// The file's writer once every frame is written (and the thread, if any, is done).
-    pub(crate) fn finish(self) -> std::io::Result<BufWriter<File>> {
+    fn finish(self) -> std::io::Result<BufWriter<File>> {
         match self {
             FrameSink::Inline(out) => Ok(out.out),
             FrameSink::Background { mut worker, .. } => Ok(worker.stop()?.out),
@@ -126,8 +126,49 @@ impl Write for FrameWriter {
 }
 
 impl FrameWriter {
+    /// Frames of chunks of about `chunk_bytes` decoded bytes, written to `out`: a chunk each,
+    /// or, where they are smaller than `FRAME_BYTES`, as many to a frame as make that; with
+    /// `background`, compressed and written on a thread of their own.
+    pub(crate) fn new(out: BufWriter<File>, chunk_bytes: usize, background: bool) -> std::io::Result<FrameWriter> {
+        let out = FrameOut { out, frame: Vec::new(), compressor: zstd::bulk::Compressor::new(SPILL_LEVEL)? };
+        let sink = if background { FrameSink::background(out)? } else { FrameSink::Inline(out) };
+        Ok(FrameWriter {
+            group: FRAME_BYTES.div_ceil(chunk_bytes.max(1)),
+            max_frame: 0,
+            max_shared_frame: 0,
+            chunks: 0,
+            pending: Vec::new(),
+            sink,
+        })
+    }
+
+    /// The stream has written one more chunk: a frame ends after its last chunk, or once it
+    /// holds `FRAME_BYTES`.
+    pub(crate) fn chunk_written(&mut self) -> std::io::Result<()> {
+        self.chunks += 1;
+        if self.chunks >= self.group || self.pending.len() >= FRAME_BYTES {
+            self.end_frame()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the last frame; returns the file's writer once every frame is written (and the
+    /// thread, if any, is done), with the most bytes a frame decompresses to, and a frame of
+    /// more than one chunk.
+    pub(crate) fn finish(mut self) -> std::io::Result<(BufWriter<File>, usize, usize)> {
+        self.end_frame()?;
+        let (max_frame, max_shared_frame) = (self.max_frame, self.max_shared_frame);
+        Ok((self.sink.finish()?, max_frame, max_shared_frame))
+    }
+
+    /// Frames are compressed on a thread of their own.
+    #[cfg(test)]
+    pub(crate) fn in_background(&self) -> bool {
+        matches!(self.sink, FrameSink::Background { .. })
+    }
+
     /// Compresses what the stream wrote since the last frame into a frame of its own.
-    pub(crate) fn end_frame(&mut self) -> std::io::Result<()> {
+    fn end_frame(&mut self) -> std::io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -156,8 +197,9 @@ impl FrameWriter {
         Ok(())
     }
 
-    /// The bytes its buffers hold: the frame being filled, and the one being compressed (and
-    /// compressed) and the one waiting, each at most as large as the largest so far.
+    /// The bytes its buffers hold: the frame being filled and the compressed frame; on a thread
+    /// of its own, also the frame waiting, the one being compressed and its output, each at
+    /// most as large as the largest so far.
     pub(crate) fn held(&self) -> usize {
         match &self.sink {
             FrameSink::Inline(out) => self.pending.capacity() + out.frame.capacity(),

@@ -24,7 +24,7 @@
 
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
-use crate::frames::{next_frame, FrameOut, FrameSink, FrameWriter, FRAME_BYTES, SPILL_LEVEL};
+use crate::frames::{next_frame, FrameWriter};
 use crate::memory::{Accountant, Reservation};
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
@@ -112,10 +112,9 @@ impl SpillDir {
     }
 
     /// Starts a new run file (a name another process holds is skipped, never reused) for
-    /// chunks of about `chunk_bytes` decoded bytes: each its own frame, or, where they are
-    /// smaller than `FRAME_BYTES`, as many to a frame as make that.
-    /// With `background`, its frames are compressed and written on a thread of their own
-    /// while the caller goes on encoding the next ones (`FrameSink`).
+    /// chunks of about `chunk_bytes` decoded bytes, framed by `frames::FrameWriter` (with
+    /// `background`, compressed and written on a thread of their own while the caller goes on
+    /// encoding the next chunks).
     pub fn create(&mut self, schema: &SchemaRef, chunk_bytes: usize, background: bool) -> Result<RunWriter> {
         self.ensure_dir()?;
         let (file, path) = loop {
@@ -129,20 +128,7 @@ impl SpillDir {
         };
         let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
         let out = BufWriter::with_capacity(IO_BUFFER, file);
-        let compressor = zstd::bulk::Compressor::new(SPILL_LEVEL).map_err(|e| CompactError::io(&guard.path, &e))?;
-        let out = FrameOut { out, frame: Vec::new(), compressor };
-        let sink = match background {
-            true => FrameSink::background(out).map_err(|e| CompactError::io(&guard.path, &e))?,
-            false => FrameSink::Inline(out),
-        };
-        let frames = FrameWriter {
-            group: FRAME_BYTES.div_ceil(chunk_bytes.max(1)),
-            max_frame: 0,
-            max_shared_frame: 0,
-            chunks: 0,
-            pending: Vec::new(),
-            sink,
-        };
+        let frames = FrameWriter::new(out, chunk_bytes, background).map_err(|e| CompactError::io(&guard.path, &e))?;
         let writer =
             StreamWriter::try_new_with_options(frames, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
@@ -196,10 +182,7 @@ impl RunWriter {
     pub fn write(&mut self, chunk: &RecordBatch, decoded_bytes: usize) -> Result<()> {
         self.writer.write(chunk).map_err(|e| ipc_error(&self.file.path, e))?;
         let frames = self.writer.get_mut();
-        frames.chunks += 1;
-        if frames.chunks >= frames.group || frames.pending.len() >= FRAME_BYTES {
-            frames.end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
-        }
+        frames.chunk_written().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let held = RUN_WRITE_STATE + frames.held();
         self.state.resize(held);
         self.rows += chunk.num_rows() as u64;
@@ -210,10 +193,8 @@ impl RunWriter {
     /// Closes the run file; the caller counts its `bytes` as spilled.
     pub fn finish(mut self) -> Result<Run> {
         self.writer.finish().map_err(|e| ipc_error(&self.file.path, e))?;
-        let mut frames = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
-        frames.end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let (max_frame_bytes, held_frame_bytes) = (frames.max_frame, frames.max_shared_frame);
-        let out = frames.sink.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
+        let frames = self.writer.into_inner().map_err(|e| ipc_error(&self.file.path, e))?;
+        let (out, max_frame_bytes, held_frame_bytes) = frames.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let file = out.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         self.file.bytes = bytes;
@@ -336,7 +317,7 @@ mod tests {
         let mut contents: Vec<Vec<u8>> = Vec::new();
         for (chunk_bytes, background) in [(1 << 20, false), (8 << 10, false), (1 << 20, true), (8 << 10, true)] {
             let mut w = spill.create(&schema, chunk_bytes, background).unwrap();
-            assert_eq!(matches!(w.writer.get_ref().sink, FrameSink::Background { .. }), background);
+            assert_eq!(w.writer.get_ref().in_background(), background);
             for c in &chunks {
                 w.write(c, 0).unwrap();
             }
@@ -345,7 +326,7 @@ mod tests {
             assert_eq!(run.rows, 5000);
             assert!(run.max_frame_bytes > 0);
             // A reader holds a frame between chunks only where the frame has more than one.
-            assert_eq!(run.held_frame_bytes > 0, chunk_bytes < FRAME_BYTES, "{chunk_bytes}: {}", run.held_frame_bytes);
+            assert_eq!(run.held_frame_bytes > 0, chunk_bytes < crate::frames::FRAME_BYTES, "{chunk_bytes}: {}", run.held_frame_bytes);
             sizes.push(run.bytes);
             paths.push(run.file.path.clone());
             let mut r = run.open().unwrap();
