@@ -22,7 +22,6 @@ use arrow_array::{
     make_array, Array, ArrayRef, DictionaryArray, GenericByteArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, NullBuffer};
-use arrow_data::ArrayData;
 use arrow_schema::DataType;
 use std::collections::HashMap;
 
@@ -85,7 +84,7 @@ fn share_column(arrays: Vec<ArrayRef>, room: &mut usize) -> Result<Vec<ArrayRef>
 }
 
 /// `dictionary` over `values`, each key k becoming `mapping[k]`.
-fn remap_keys(dictionary: &DictionaryArray<Int32Type>, mapping: &[i32], values: &ArrayRef) -> Result<ArrayRef> {
+pub(crate) fn remap_keys(dictionary: &DictionaryArray<Int32Type>, mapping: &[i32], values: &ArrayRef) -> Result<ArrayRef> {
     let keys = dictionary.keys();
     let remapped: Vec<i32> = (0..keys.len())
         .map(|i| if keys.is_valid(i) { usize::try_from(keys.value(i)).ok().and_then(|k| mapping.get(k).copied()).unwrap_or(0) } else { 0 })
@@ -94,138 +93,6 @@ fn remap_keys(dictionary: &DictionaryArray<Int32Type>, mapping: &[i32], values: 
     DictionaryArray::<Int32Type>::try_new(keys, values.clone())
         .map(|d| std::sync::Arc::new(d) as ArrayRef)
         .map_err(|e| CompactError::Internal(format!("sharing a dictionary: {e}")))
-}
-
-/// One dictionary per dictionary column for all the runs of a merge: every run's chunks share
-/// their run's dictionary (`share`), but the runs' dictionaries differ, and gathering rows from
-/// many runs made arrow merge their values for every output batch (hashing each referenced
-/// value again, batch after batch). With the union, built once from each run's first chunk,
-/// each chunk's keys are remapped as it is read (`remap`), every source of an output batch
-/// shares one dictionary, and `interleave` gathers keys only. A column whose runs' values
-/// would not fit the cap together, or whose dictionary holds a null value, is left as it was.
-///
-/// Memory: the union values, at most the cap the caller gives for all columns together, and
-/// per run and column a mapping of one i32 per dictionary entry.
-pub struct Union {
-    columns: Vec<Node>,
-    bytes: usize,
-}
-
-/// Per run: its dictionary's values (as read) and their keys in the union.
-type RunMappings = Vec<Option<(ArrayData, Vec<i32>)>>;
-
-enum Node {
-    Keep,
-    /// The union values, and each run's mapping into them.
-    Dict(ArrayRef, RunMappings),
-    Struct(Vec<Node>),
-}
-
-impl Union {
-    /// The union over the runs whose first chunks are `firsts` (`None`: an empty run).
-    pub fn build(firsts: &[Option<&RecordBatch>], cap: usize) -> Union {
-        let mut room = cap;
-        let width = firsts.iter().flatten().next().map(|b| b.num_columns()).unwrap_or(0);
-        let columns = (0..width)
-            .map(|c| {
-                let arrays: Vec<Option<ArrayRef>> = firsts.iter().map(|b| b.map(|b| b.column(c).clone())).collect();
-                union_node(&arrays, &mut room)
-            })
-            .collect();
-        Union { columns, bytes: cap - room }
-    }
-
-    /// Bytes of the union values.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// `chunk` of run `run` with its dictionary columns over the union's values.
-    pub fn remap(&self, run: usize, chunk: RecordBatch) -> Result<RecordBatch> {
-        if self.bytes == 0 && self.columns.iter().all(|n| matches!(n, Node::Keep)) {
-            return Ok(chunk);
-        }
-        let columns = chunk
-            .columns()
-            .iter()
-            .zip(&self.columns)
-            .map(|(array, node)| remap_node(node, run, array.clone()))
-            .collect::<Result<Vec<_>>>()?;
-        RecordBatch::try_new_with_options(chunk.schema(), columns, &RecordBatchOptions::new().with_row_count(Some(chunk.num_rows())))
-            .map_err(|e| CompactError::Internal(format!("sharing dictionaries: {e}")))
-    }
-}
-
-fn union_node(arrays: &[Option<ArrayRef>], room: &mut usize) -> Node {
-    let Some(first) = arrays.iter().flatten().next() else { return Node::Keep };
-    match first.data_type().clone() {
-        DataType::Dictionary(key, value) if *key == DataType::Int32 => {
-            let union = match value.as_ref() {
-                DataType::Utf8 => union_values::<GenericStringType<i32>>(arrays, room),
-                DataType::LargeUtf8 => union_values::<GenericStringType<i64>>(arrays, room),
-                DataType::Binary => union_values::<GenericBinaryType<i32>>(arrays, room),
-                DataType::LargeBinary => union_values::<GenericBinaryType<i64>>(arrays, room),
-                _ => None,
-            };
-            union.map(|(values, runs)| Node::Dict(values, runs)).unwrap_or(Node::Keep)
-        }
-        DataType::Struct(fields) if fields.iter().any(|f| has_dictionary(f.data_type())) => Node::Struct(
-            (0..fields.len())
-                .map(|f| {
-                    let children: Vec<Option<ArrayRef>> =
-                        arrays.iter().map(|a| a.as_ref().and_then(|a| a.as_struct_opt()).map(|s| s.column(f).clone())).collect();
-                    union_node(&children, room)
-                })
-                .collect(),
-        ),
-        _ => Node::Keep,
-    }
-}
-
-/// The distinct values of every run's dictionary (all of them: later chunks of a run may use
-/// entries its first chunk does not), and per run its values and their new keys; `None` if
-/// they would not fit `room` or a dictionary holds a null value.
-fn union_values<T: ByteArrayType>(arrays: &[Option<ArrayRef>], room: &mut usize) -> Option<(ArrayRef, RunMappings)> {
-    let mut set = ValueSet::<T>::default();
-    let mut runs = Vec::with_capacity(arrays.len());
-    for array in arrays {
-        let Some(dictionary) = array.as_ref().and_then(|a| a.as_dictionary_opt::<Int32Type>()) else {
-            runs.push(None);
-            continue;
-        };
-        let values = dictionary.values().as_bytes_opt::<T>()?;
-        if values.null_count() > 0 {
-            return None;
-        }
-        let mut mapping = Vec::with_capacity(values.len());
-        for k in 0..values.len() {
-            mapping.push(set.add(values, k).filter(|_| set.bytes <= *room)?);
-        }
-        runs.push(Some((dictionary.values().to_data(), mapping)));
-    }
-    Some((set.finish(room), runs))
-}
-
-fn remap_node(node: &Node, run: usize, array: ArrayRef) -> Result<ArrayRef> {
-    match node {
-        Node::Keep => Ok(array),
-        Node::Dict(values, runs) => {
-            let Some(dictionary) = array.as_dictionary_opt::<Int32Type>() else { return Ok(array) };
-            match runs.get(run).and_then(|r| r.as_ref()) {
-                // (a chunk whose dictionary is not its run's first — one the run's buffer could
-                // not share — keeps its own)
-                Some((data, mapping)) if dictionary.values().to_data().ptr_eq(data) => remap_keys(dictionary, mapping, values),
-                _ => Ok(array),
-            }
-        }
-        Node::Struct(children) => {
-            let Some(s) = array.as_struct_opt() else { return Ok(array) };
-            let columns = s.columns().iter().zip(children).map(|(c, n)| remap_node(n, run, c.clone())).collect::<Result<Vec<_>>>()?;
-            StructArray::try_new(s.fields().clone(), columns, s.nulls().cloned())
-                .map(|s| std::sync::Arc::new(s) as ArrayRef)
-                .map_err(|e| CompactError::Internal(format!("sharing dictionaries: {e}")))
-        }
-    }
 }
 
 /// Distinct byte values gathered into one values array, each with its index there.
@@ -360,7 +227,7 @@ fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Resul
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use arrow_array::{BinaryArray, StringArray};
     use arrow_schema::{Field, Fields, Schema};
@@ -369,7 +236,7 @@ mod tests {
     /// A batch of a string dictionary column and a struct holding a binary dictionary, with
     /// null rows in both; `values` are the distinct values its dictionaries hold (unreferenced
     /// ones included, as a row group's dictionary holds values of rows filtered out).
-    fn batch(values: &[&str], keys: &[Option<i32>]) -> RecordBatch {
+    pub(crate) fn batch(values: &[&str], keys: &[Option<i32>]) -> RecordBatch {
         let dict = |binary: bool| -> ArrayRef {
             let values: ArrayRef = if binary {
                 Arc::new(BinaryArray::from_iter_values(values.iter().map(|v| v.as_bytes())))
@@ -389,7 +256,7 @@ mod tests {
     }
 
     /// Each row's values as plain strings (independent of how the dictionaries are laid out).
-    fn rows(b: &RecordBatch) -> Vec<(Option<String>, Option<Option<String>>)> {
+    pub(crate) fn rows(b: &RecordBatch) -> Vec<(Option<String>, Option<Option<String>>)> {
         let s = b.column(0).as_dictionary::<Int32Type>();
         let sv = s.values().as_string::<i32>();
         let g = b.column(1).as_struct();
@@ -460,68 +327,5 @@ mod tests {
         // sources with their own dictionaries are gathered by arrow
         let refs: Vec<&RecordBatch> = before.iter().collect();
         assert_eq!(rows(&interleave(&refs, &indices).unwrap()), expected);
-    }
-
-    #[test]
-    fn a_union_gives_every_runs_chunks_one_dictionary_and_keeps_their_rows() {
-        // Three runs, each a first chunk and a later one over the same (run's) dictionary; the
-        // later chunks use entries their first chunks do not.
-        let runs: Vec<(RecordBatch, RecordBatch)> = [(vec!["a", "b", "c"], 0), (vec!["c", "d"], 1), (vec!["e", "a", "f", "b"], 2)]
-            .into_iter()
-            .map(|(values, run)| {
-                let first = batch(&values, &[Some(0), None, Some(0), Some(0)]);
-                let last = (values.len() - 1) as i32;
-                let keys: Vec<Option<i32>> = vec![Some(last), Some(run % 2), None, Some(last)];
-                // (the later chunk over the very same dictionary arrays as the first)
-                let columns = first
-                    .columns()
-                    .iter()
-                    .map(|c| {
-                        let values_of = |a: &ArrayRef| a.as_dictionary::<Int32Type>().values().clone();
-                        let dict = |a: &ArrayRef| -> ArrayRef {
-                            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::from(keys.clone()), values_of(a)).unwrap())
-                        };
-                        match c.data_type() {
-                            DataType::Struct(f) => {
-                                let s = c.as_struct();
-                                let nulls = NullBuffer::from(vec![true, false, true, true]);
-                                Arc::new(StructArray::try_new(f.clone(), vec![dict(s.column(0))], Some(nulls)).unwrap()) as ArrayRef
-                            }
-                            _ => dict(c),
-                        }
-                    })
-                    .collect();
-                (first.clone(), RecordBatch::try_new(first.schema(), columns).unwrap())
-            })
-            .collect();
-        let firsts: Vec<Option<&RecordBatch>> = runs.iter().map(|(f, _)| Some(f)).collect();
-        let union = Union::build(&firsts, 1 << 20);
-        assert!(union.bytes() > 0);
-        let mut remapped = Vec::new();
-        for (r, (first, later)) in runs.iter().enumerate() {
-            for chunk in [first, later] {
-                let got = union.remap(r, chunk.clone()).unwrap();
-                assert_eq!(rows(&got), rows(chunk), "run {r}: the same rows");
-                remapped.push(got);
-            }
-        }
-        // every chunk of every run now shares one dictionary per column (in the struct too)
-        let shared = |b: &RecordBatch| {
-            let g = b.column(1).as_struct().column(0).as_dictionary::<Int32Type>().values().to_data();
-            (b.column(0).as_dictionary::<Int32Type>().values().to_data(), g)
-        };
-        let (s0, g0) = shared(&remapped[0]);
-        assert!(remapped.iter().all(|b| shared(b).0.ptr_eq(&s0) && shared(b).1.ptr_eq(&g0)));
-        // so gathering from them keeps it, and gives the rows arrow gives from the originals
-        let indices = vec![(5, 3), (0, 0), (3, 0), (1, 0), (4, 2)];
-        let originals: Vec<&RecordBatch> = runs.iter().flat_map(|(f, l)| [f, l]).collect();
-        let expected = rows(&arrow_select::interleave::interleave_record_batch(&originals, &indices).unwrap());
-        let got = interleave(&remapped.iter().collect::<Vec<_>>(), &indices).unwrap();
-        assert_eq!(rows(&got), expected);
-        assert!(got.column(0).as_dictionary::<Int32Type>().values().to_data().ptr_eq(&s0));
-        // a cap too small for the values: left as they were
-        let none = Union::build(&firsts, 4);
-        let kept = none.remap(1, runs[1].1.clone()).unwrap();
-        assert!(shared(&kept).0.ptr_eq(&shared(&runs[1].1).0));
     }
 }

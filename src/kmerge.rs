@@ -75,6 +75,29 @@ struct Cursor<S> {
     slot: usize,
 }
 
+/// The most runs open at once in a merge of runs with these key ranges (first key, last key,
+/// and what the run holds while open): `merge` opens a run when it reaches its first key and
+/// drops it after its last row, so a run that ends at a key is still open when another starts
+/// there. Returns the most runs open together and the most they hold together.
+pub fn most_open<'r>(ranges: impl IntoIterator<Item = (&'r OwnedRow, &'r OwnedRow, u64)>) -> (usize, u64) {
+    let mut events: Vec<(&OwnedRow, u8, u64)> =
+        ranges.into_iter().flat_map(|(first, last, held)| [(first, 0, held), (last, 1, held)]).collect();
+    events.sort_by(|a, b| a.0.row().cmp(&b.0.row()).then(a.1.cmp(&b.1)));
+    let (mut open, mut held, mut most, mut peak) = (0usize, 0u64, 0usize, 0u64);
+    for (_, kind, bytes) in events {
+        if kind == 0 {
+            open += 1;
+            held += bytes;
+        } else {
+            open = open.saturating_sub(1);
+            held = held.saturating_sub(bytes);
+        }
+        most = most.max(open);
+        peak = peak.max(held);
+    }
+    (most, peak)
+}
+
 /// Merges runs `0..firsts.len()` (`firsts[r]`: run r's first key, if known; `open(r)` opens
 /// it) into `out`. Rows deleted after the last row was picked come as a final empty batch.
 pub fn merge<S: RunSource>(
@@ -287,5 +310,39 @@ fn sift_up(heap: &mut [usize], less: impl Fn(usize, usize) -> bool) {
         }
         heap.swap(i, parent);
         i = parent;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_open;
+    use arrow_array::{ArrayRef, StringArray};
+    use arrow_row::{OwnedRow, RowConverter, SortField};
+    use arrow_schema::DataType;
+    use std::sync::Arc;
+
+    fn keys(values: &[&str]) -> Vec<OwnedRow> {
+        let converter = RowConverter::new(vec![SortField::new(DataType::Utf8)]).unwrap();
+        let column: ArrayRef = Arc::new(StringArray::from(values.to_vec()));
+        let rows = converter.convert_columns(&[column]).unwrap();
+        rows.iter().map(|r| r.owned()).collect()
+    }
+
+    /// `most_open` of runs given as (first, last, held).
+    fn most(runs: &[(&str, &str, u64)]) -> (usize, u64) {
+        let firsts = keys(&runs.iter().map(|r| r.0).collect::<Vec<_>>());
+        let lasts = keys(&runs.iter().map(|r| r.1).collect::<Vec<_>>());
+        most_open(runs.iter().enumerate().map(|(i, r)| (&firsts[i], &lasts[i], r.2)))
+    }
+
+    #[test]
+    fn runs_are_open_together_where_their_closed_key_ranges_share_a_key() {
+        // one after the other: one open at a time, the largest alone
+        assert_eq!(most(&[("a", "c", 5), ("d", "f", 7), ("g", "h", 1)]), (1, 7));
+        // a run ending at the key another starts at: both open there
+        assert_eq!(most(&[("a", "c", 5), ("c", "f", 7), ("g", "h", 1)]), (2, 12));
+        // nested and staggered: [a, z] holds the others, which overlap two at a time
+        assert_eq!(most(&[("a", "z", 1), ("b", "d", 10), ("c", "e", 10), ("f", "g", 30)]), (3, 31));
+        assert_eq!(most(&[]), (0, 0));
     }
 }

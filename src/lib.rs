@@ -56,6 +56,7 @@ pub mod testhooks;
 pub mod thrift;
 pub mod transaction;
 pub mod unify;
+pub mod union;
 pub mod verify;
 pub mod views;
 pub mod write;

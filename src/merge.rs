@@ -70,23 +70,8 @@ pub fn plan_merge(plan: &Plan, group: &TupleGroup, keys: &[SegmentKeys], batch_b
             _ => runs.push(Run { segments: vec![segment], first: k.first.clone(), last: k.last.clone(), reader_bytes }),
         }
     }
-    // A run is open from its first key until its last: the most open at once, and their pages
-    // (opening before closing at equal keys, as the merge may).
-    let mut events: Vec<(&OwnedRow, u8, usize)> = runs.iter().enumerate().flat_map(|(i, r)| [(&r.first, 0, i), (&r.last, 1, i)]).collect();
-    events.sort_by(|a, b| a.0.row().cmp(&b.0.row()).then(a.1.cmp(&b.1)));
-    let (mut open, mut bytes, mut max_open, mut peak) = (0usize, 0u64, 0usize, 0u64);
-    for (_, kind, i) in events {
-        let b = runs[i].reader_bytes;
-        if kind == 0 {
-            open += 1;
-            bytes += b;
-        } else {
-            open -= 1;
-            bytes -= b;
-        }
-        max_open = max_open.max(open);
-        peak = peak.max(bytes);
-    }
+    // A run is open from its first key until its last: the most open at once, and their pages.
+    let (max_open, peak) = kmerge::most_open(runs.iter().map(|r| (&r.first, &r.last, r.reader_bytes)));
     (peak <= (batch_bytes as u64).saturating_mul(3) / 2).then_some(MergePlan { runs, max_open, peak_reader_bytes: peak })
 }
 

@@ -4,11 +4,16 @@
 //! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`spill`) — with more than one thread, on a spill thread while the next buffer fills —
-//! and the runs are merged with a k-way merge on `arrow-row` keys, in as many passes as
-//! needed so that what one merge holds per run (a chunk, the dictionaries the run's chunks
-//! share, see `gather`, and a read buffer and frame, see `spill`) stays within `batchBytes` and
-//! a quarter of the fixed allowance (`next_merge`: each row is rewritten once per pass). A merge gives the
-//! runs' dictionaries one union (`gather::Union`). Ties keep arrival order (the sort
+//! and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run when it
+//! reaches the run's first key and drops it after its last row (each run knows both keys), so
+//! what it holds is what the runs open at once hold (a chunk, the dictionaries the run's chunks
+//! share, see `gather`, and a read buffer and frame, see `spill`), found by a sweep over the
+//! runs' key ranges (`kmerge::most_open`): runs of inputs that come in time slices overlap
+//! little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
+//! and a quarter of the fixed allowance, groups of consecutive runs are merged first, in as
+//! few passes as needed (`next_merge`: each row is rewritten once per pass). A merge gives the
+//! runs' dictionaries one union (`union::Union`, built run by run before the merge opens any).
+//! Ties keep arrival order (the sort
 //! is stable and the merge prefers the earlier run), so the output is deterministic, and the
 //! same for any `threads`: buffer and chunk sizes do not depend on it.
 //!
@@ -16,7 +21,7 @@
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a read buffer and (for small chunks) a
-//! frame per merged run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
+//! frame per open run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
 //! from (compressed), the union of the runs' dictionaries (at most
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
@@ -24,17 +29,18 @@
 
 use crate::batch::Batch;
 use crate::budget::{decoded_size, held_bytes};
-use crate::dictionary::{plain_size, size_without_dictionary_values};
+use crate::dictionary::{has_dictionary, plain_size, size_without_dictionary_values};
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
-use crate::gather::{interleave, share, Union};
+use crate::gather::{interleave, share};
 use crate::kmerge;
 use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
 use crate::order::key_converter;
 use crate::spill::{Run, RunReader, RunWriter, SpillDir, RUN_READ_STATE};
+use crate::union::{Seen, Union, UnionBuilder};
 use arrow_array::RecordBatch;
-use arrow_row::{RowConverter, Rows};
+use arrow_row::{OwnedRow, RowConverter, Rows};
 use arrow_schema::SchemaRef;
 use std::sync::atomic::AtomicBool;
 
@@ -44,7 +50,7 @@ const CHUNK_SHARE: usize = 128;
 const MAX_FAN_IN: usize = 256;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
 const OUTPUT_SHARE: usize = 8;
-/// The union of the runs' dictionaries a merge gives them (`gather::Union`) holds at most this
+/// The union of the runs' dictionaries a merge gives them (`union::Union`) holds at most this
 /// fraction of `batchBytes`.
 const UNION_SHARE: usize = 8;
 /// The dictionaries one sort buffer's batches share (`gather::share`) hold at most this
@@ -158,10 +164,13 @@ impl<'a> Sorter<'a> {
             // A merged run's reader holds a chunk, its run's dictionaries, its frame (of more
             // chunks) and a read buffer: out of batchBytes and a quarter of the fixed allowance
             // (what the allocators keep beside the blocks in use needs room under the bound too).
-            let widest =
-                runs.iter().map(|r| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes).max().unwrap_or(0) + RUN_READ_STATE;
-            let fan_in = ((self.budget + crate::memory::FIXED_BYTES / 4) / widest).clamp(2, MAX_FAN_IN);
-            if runs.len() <= fan_in {
+            let held = |r: &Run| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes + RUN_READ_STATE;
+            let room = self.budget + crate::memory::FIXED_BYTES / 4;
+            let fan_in = (room / runs.iter().map(held).max().unwrap_or(1).max(1)).clamp(2, MAX_FAN_IN);
+            // (a merge opens a run only when it reaches the run's first key and drops it after
+            // its last row: what it holds at once is what the runs whose keys overlap hold)
+            let (open, open_bytes) = most_open(&runs, held);
+            if runs.len() <= fan_in || (open <= MAX_FAN_IN && open_bytes <= room) {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
             let (start, take) = next_merge(runs.len(), next, fan_in);
@@ -171,13 +180,19 @@ impl<'a> Sorter<'a> {
             // cut into chunks of the size the first runs have, so the merged run's readers hold
             // no more than theirs and the fan-in of the next merge stays)
             let chunk_bytes = self.budget / CHUNK_SHARE;
+            let (mut first, mut last) = (None, None);
             self.merge(&group, out_bytes, |b, bytes| {
+                if first.is_none() {
+                    first = Some(self.key_of(&b, 0)?);
+                }
+                last = Some(self.key_of(&b, b.num_rows().saturating_sub(1))?);
                 for (rows, chunk_bytes) in chunk_rows(b.num_rows(), bytes, chunk_bytes) {
                     writer.write(&b.slice(rows.start, rows.len()), chunk_bytes)?;
                 }
                 Ok(())
             })?;
             drop(group);
+            writer.key_range = first.zip(last);
             let merged = writer.finish()?;
             self.spill.bytes_spilled += merged.bytes;
             self.spill.intermediate_merges += 1;
@@ -238,6 +253,11 @@ impl<'a> Sorter<'a> {
         self.runs.push(run);
     }
 
+    /// The sort key of row `row` of `batch`.
+    fn key_of(&self, batch: &RecordBatch, row: usize) -> Result<OwnedRow> {
+        Ok(self.convert(&batch.slice(row, 1))?.row(0).owned())
+    }
+
     fn convert(&self, batch: &RecordBatch) -> Result<Rows> {
         let columns: Vec<_> = self.keys.iter().map(|&i| batch.column(i).clone()).collect();
         self.converter.convert_columns(&columns).map_err(|e| CompactError::Internal(format!("encoding sort keys: {e}")))
@@ -245,33 +265,21 @@ impl<'a> Sorter<'a> {
 
     /// K-way merge of sorted runs into `out` (`kmerge`), in batches of about `out_bytes`
     /// decoded bytes and at most `batchRows` rows; `out` gets each batch with its decoded size.
+    /// A run is opened when the merge reaches its first key and dropped after its last row.
     fn merge(&self, runs: &[Run], out_bytes: usize, mut out: impl FnMut(RecordBatch, usize) -> Result<()>) -> Result<()> {
-        let firsts: Vec<Option<arrow_row::OwnedRow>> = runs.iter().map(|_| None).collect();
-        // Every run is opened at the start (their first keys are not known): read each one's
-        // first chunk now, and give the runs' dictionaries one union (`gather::Union`).
-        let mut sources: Vec<Option<Spilled<'_>>> = Vec::with_capacity(runs.len());
-        for run in runs {
-            // A run's reader holds its read buffer, its frame (of more chunks) and the
-            // dictionaries its chunks share.
-            let state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes);
-            let mut reader = run.open()?;
-            let pending = reader.next_chunk()?;
-            sources.push(Some(Spilled { reader, sorter: self, _state: state, pending, run: sources.len(), union: None }));
-        }
         // The frame a chunk is read from, compressed (one at a time; decompressed, it is the
         // chunk's own memory).
         let _frame_memory = self.memory.hold(runs.iter().map(|r| r.max_frame_bytes).max().unwrap_or(0));
-        let union = {
-            let firsts: Vec<Option<&RecordBatch>> = sources.iter().map(|s| s.as_ref().and_then(|s| s.pending.as_ref())).collect();
-            Union::build(&firsts, self.budget / UNION_SHARE)
-        };
+        let union = self.union(runs)?;
         let _union_memory = self.memory.hold(union.bytes());
         let union = &union;
+        let firsts: Vec<Option<OwnedRow>> = runs.iter().map(|r| r.key_range.as_ref().map(|(first, _)| first.clone())).collect();
         let open = move |r: usize| -> Result<Spilled<'_>> {
-            let mut source =
-                sources.get_mut(r).and_then(Option::take).ok_or_else(|| CompactError::Internal("merge run opened twice".into()))?;
-            source.union = Some(union);
-            Ok(source)
+            let run = runs.get(r).ok_or_else(|| CompactError::Internal("merge run out of range".into()))?;
+            // A run's reader holds its read buffer, its frame (of more chunks) and the
+            // dictionaries its chunks share.
+            let state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes);
+            Ok(Spilled { reader: run.open()?, sorter: self, _state: state, run: r, union, seen: None })
         };
         let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
@@ -283,6 +291,32 @@ impl<'a> Sorter<'a> {
             }
         })
     }
+
+    /// The union of the runs' dictionaries (`union::Union`), from each run's first chunk, read
+    /// one run at a time before the merge opens any (none without dictionary columns).
+    fn union(&self, runs: &[Run]) -> Result<Union> {
+        let mut builder = UnionBuilder::new(self.budget / UNION_SHARE);
+        if !self.schema.fields().iter().any(|f| has_dictionary(f.data_type())) {
+            return Ok(builder.finish());
+        }
+        for run in runs {
+            check_cancel(self.cancel)?;
+            let _state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes + run.max_chunk_bytes);
+            let first = run.open()?.next_chunk()?;
+            builder.add(first.as_ref());
+        }
+        Ok(builder.finish())
+    }
+}
+
+/// What a merge that opens runs at their first key holds at once (`kmerge::most_open`): the
+/// most runs open together and the most their readers hold (`held`); a run without a key range
+/// is open throughout.
+fn most_open(runs: &[Run], held: impl Fn(&Run) -> usize) -> (usize, usize) {
+    let (unknown, known): (Vec<&Run>, Vec<&Run>) = runs.iter().partition(|r| r.key_range.is_none());
+    let (open, bytes) =
+        kmerge::most_open(known.iter().filter_map(|r| r.key_range.as_ref().map(|(first, last)| (first, last, held(r) as u64))));
+    (open + unknown.len(), (bytes as usize).saturating_add(unknown.iter().map(|r| held(r)).sum()))
 }
 
 impl Drop for Sorter<'_> {
@@ -333,24 +367,26 @@ impl SortJob {
     fn spill(mut self) -> Result<Run> {
         let Some(mut writer) = self.writer.take() else { return Err(CompactError::Internal("spill job without a run file".into())) };
         let chunk_bytes = self.budget / CHUNK_SHARE;
-        let shared = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
+        let (shared, key_range) = self.emit_sorted(chunk_bytes, usize::MAX, None, |b, bytes| writer.write(&b, bytes))?;
         writer.dictionary_bytes = shared;
+        writer.key_range = key_range;
         writer.finish()
     }
 
     /// Sorts the buffer (stably) and hands it to `out` in chunks of about `chunk_bytes`
     /// decoded bytes and at most `chunk_rows` rows. The chunks share one dictionary per
-    /// dictionary column where that fits (`gather::share`); returns those dictionaries' bytes.
+    /// dictionary column where that fits (`gather::share`); returns those dictionaries' bytes
+    /// and the sort keys of the first and last rows.
     fn emit_sorted(
         mut self,
         chunk_bytes: usize,
         chunk_rows: usize,
         cancel: Option<&AtomicBool>,
         mut out: impl FnMut(RecordBatch, usize) -> Result<()>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Option<(OwnedRow, OwnedRow)>)> {
         let buffer = std::mem::take(&mut self.buffer);
         if buffer.is_empty() {
-            return Ok(0);
+            return Ok((0, None));
         }
         // (a converter of its own: the job may run on the spill thread)
         let (key_columns, converter) = key_converter(&self.schema, &self.sort_keys)?;
@@ -365,6 +401,8 @@ impl SortJob {
         let per_row: Vec<f64> = buffer.iter().map(|b| decoded_size(b) as f64 / b.num_rows().max(1) as f64).collect();
         let mut order: Vec<(usize, usize)> = buffer.iter().enumerate().flat_map(|(i, b)| (0..b.num_rows()).map(move |r| (i, r))).collect();
         order.sort_by(|a, b| keys[a.0].row(a.1).cmp(&keys[b.0].row(b.1)));
+        let key = |&(b, r): &(usize, usize)| keys[b].row(r).owned();
+        let key_range = order.first().map(key).zip(order.last().map(key));
         drop(keys);
         let (shared_buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
         let accountant = self.memory.accountant().clone();
@@ -390,7 +428,7 @@ impl SortJob {
             out(chunk, bytes as usize)?;
             start = end;
         }
-        Ok(shared)
+        Ok((shared, key_range))
     }
 }
 
@@ -399,24 +437,17 @@ struct Spilled<'s> {
     reader: RunReader,
     sorter: &'s Sorter<'s>,
     _state: Reservation,
-    /// The run's first chunk, read before the merge began.
-    pending: Option<RecordBatch>,
     run: usize,
-    union: Option<&'s Union>,
+    union: &'s Union,
+    /// The dictionaries of the run's first chunk, once read.
+    seen: Option<Seen>,
 }
 
 impl kmerge::RunSource for Spilled<'_> {
     fn next_chunk(&mut self) -> Result<Option<kmerge::Chunk>> {
-        let Some(batch) = (match self.pending.take() {
-            Some(b) => Some(b),
-            None => self.reader.next_chunk()?,
-        }) else {
-            return Ok(None);
-        };
-        let batch = match self.union {
-            Some(u) => u.remap(self.run, batch)?,
-            None => batch,
-        };
+        let Some(batch) = self.reader.next_chunk()? else { return Ok(None) };
+        let seen = self.seen.get_or_insert_with(|| self.union.seen(&batch));
+        let batch = self.union.remap(self.run, seen, batch)?;
         let rows = batch.num_rows().max(1) as f64;
         Ok(Some(kmerge::Chunk {
             keys: self.sorter.convert(&batch)?,

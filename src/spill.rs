@@ -30,6 +30,7 @@ use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use arrow_row::OwnedRow;
 use arrow_schema::{ArrowError, SchemaRef};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter};
@@ -133,7 +134,7 @@ impl SpillDir {
             StreamWriter::try_new_with_options(frames, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         let state = self.memory.hold(RUN_WRITE_STATE);
-        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, state })
+        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, key_range: None, state })
     }
 }
 
@@ -173,6 +174,8 @@ pub struct RunWriter {
     max_chunk_bytes: usize,
     /// Bytes of the dictionaries all chunks of the run share.
     pub dictionary_bytes: usize,
+    /// The sort keys of the run's first and last rows (the writer sets them).
+    pub key_range: Option<(OwnedRow, OwnedRow)>,
     /// The call's accounting of the encoder's state and buffers.
     state: Reservation,
 }
@@ -208,6 +211,7 @@ impl RunWriter {
             max_frame_bytes,
             held_frame_bytes,
             dictionary_bytes: self.dictionary_bytes,
+            key_range: self.key_range.take(),
         })
     }
 }
@@ -227,6 +231,9 @@ pub struct Run {
     pub held_frame_bytes: usize,
     /// The dictionaries its chunks share: a reader holds them beside its chunk.
     pub dictionary_bytes: usize,
+    /// The sort keys of its first and last rows: a merge opens it only when it reaches the
+    /// first, and it is done after the last (`None`: not known, open from the start).
+    pub key_range: Option<(OwnedRow, OwnedRow)>,
 }
 
 impl Run {

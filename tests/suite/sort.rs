@@ -35,6 +35,13 @@ fn sort_schema() -> Arc<Schema> {
 /// `files` inputs of `rows` rows in no order: `seq` is the arrival position, `ts` pseudo-random
 /// with many ties, `n` small with ties and nulls, `tenant` one of three.
 fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
+    inputs(dir, files, rows, 0)
+}
+
+/// As `unsorted_inputs`, but file f's `ts` within [f × `cluster`, f × `cluster` + 500) when
+/// `cluster` > 0: the files come in time slices, each in no order within (as a day's ingest
+/// flushes do).
+fn inputs(dir: &Path, files: usize, rows: usize, cluster: i64) -> Vec<String> {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
     let mut next = || {
         x ^= x << 13;
@@ -50,7 +57,8 @@ fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
             let cols: Vec<ArrayRef> = vec![
                 Arc::new(Int32Array::from_iter_values((0..rows).map(|r| (f * rows + r) as i32))),
                 Arc::new(
-                    TimestampMicrosecondArray::from_iter_values(vals.iter().map(|v| 1_700_000_000_000_000 + v.0)).with_timezone("+00:00"),
+                    TimestampMicrosecondArray::from_iter_values(vals.iter().map(|v| 1_700_000_000_000_000 + f as i64 * cluster + v.0))
+                        .with_timezone("+00:00"),
                 ),
                 Arc::new(Int32Array::from_iter(vals.iter().map(|v| v.1))),
                 Arc::new(StringArray::from_iter_values(vals.iter().map(|v| format!("t{}", v.2)))),
@@ -149,6 +157,35 @@ fn spilled_and_in_memory_sorts_agree_and_are_stable() {
         }
         assert_eq!(rows, all, "{name}: sorted end to end, ties in arrival order");
     }
+}
+
+#[test]
+fn runs_whose_keys_do_not_overlap_merge_in_one_pass_however_many_there_are() {
+    // 40 files in time slices of their own, each in no order within, spilled in runs of a few
+    // rows: far more runs than one merge takes (256), but only the runs of one file overlap,
+    // and the merge opens a run when it reaches its first key: no intermediate merge.
+    let s = Scratch::new("sort-sliced");
+    let files = inputs(s.path(), 40, 300, 1000);
+    let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
+    all.sort_by_key(|r| r.1);
+    let out = s.path().join("out");
+    let mut o = opts(&out);
+    o.batch_bytes = 4 << 10;
+    o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+    let r = run(&files, &o).unwrap();
+    assert!(r.files_spilled > 256 && r.intermediate_merges == 0, "{} runs, {} merges", r.files_spilled, r.intermediate_merges);
+    assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
+    let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
+    assert_eq!(rows, all, "sorted by ts, ties in arrival order");
+    // the same rows in unsliced files need merge passes (the runs all overlap)
+    let mixed = s.path().join("mixed-in");
+    std::fs::create_dir_all(&mixed).unwrap();
+    let files = unsorted_inputs(&mixed, 40, 300);
+    let mut m = opts(&s.path().join("mixed"));
+    m.batch_bytes = o.batch_bytes;
+    m.sort_by = o.sort_by.clone();
+    let r = run(&files, &m).unwrap();
+    assert!(r.files_spilled > 256 && r.intermediate_merges > 0, "{} runs, {} merges", r.files_spilled, r.intermediate_merges);
 }
 
 #[test]
