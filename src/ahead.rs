@@ -1,17 +1,20 @@
 //! Ahead: decoding one batch ahead of writing, on a thread of its own, with a rendezvous
 //! channel between the two.
 //!
-//! Memory: two batches, the one being decoded and the one being written.
+//! Memory: two batches, the one being decoded and the one being written, and those queued
+//! between the two (`queued`).
 
 use crate::batch::Batch;
 use crate::error::{CompactError, Result};
 
 /// With `ahead` (more than one thread), decodes (and `prepare`s) on a thread of its own, one
-/// batch ahead of `deliver` (which orders, encodes and writes on the calling thread): at most
-/// two batches are alive, the one being decoded and the one being written. The first error on
-/// either side ends both. Without, all three run in turn on the calling thread.
+/// batch ahead of `deliver` (which orders, encodes and writes on the calling thread), and with
+/// `queued` batches more waiting between the two: at most two batches are alive, the one being
+/// decoded and the one being written, and the queued ones. The first error on either side ends
+/// both. Without, all three run in turn on the calling thread.
 pub fn read_ahead<T: Send>(
     ahead: bool,
+    queued: usize,
     produce: impl FnOnce(&mut dyn FnMut(Batch) -> Result<()>) -> Result<()> + Send,
     mut prepare: impl FnMut(Batch) -> Result<T> + Send,
     mut deliver: impl FnMut(T) -> Result<()>,
@@ -20,8 +23,9 @@ pub fn read_ahead<T: Send>(
         return produce(&mut |b| deliver(prepare(b)?));
     }
     std::thread::scope(|scope| {
-        // A rendezvous channel: the reader hands over a batch only when the writer takes it.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(0);
+        // (without a queue, a rendezvous: the reader hands over a batch only when the writer
+        // takes it)
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(queued);
         let reader = scope.spawn(move || {
             let result = produce(&mut |b| tx.send(Ok(prepare(b)?)).map_err(|_| CompactError::Aborted));
             if let Err(e) = result {

@@ -92,7 +92,16 @@ fn run(
         let verifier = (opts.verify && opts.threads > 1).then(|| {
             let (tx, rx) = std::sync::mpsc::channel::<Written>();
             let (plan, limits) = (&plan, &verify_limits);
-            (tx, scope.spawn(move || verify_as_written(rx, plan, limits, cancel)))
+            (
+                tx,
+                scope.spawn(move || {
+                    // (it trails the writer: a lower priority leaves the cores to the stages
+                    // the call waits on while they have work)
+                    // SAFETY: setpriority on this thread's own id; a failure leaves it as it was.
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10) };
+                    verify_as_written(rx, plan, limits, cancel)
+                }),
+            )
         });
         // Declared after `outputs`, so dropped (run files removed) before it.
         let mut spill = SpillDir::new(opts.tmp_dir.as_deref().unwrap_or(&opts.out_dir), &opts.file_name_prefix, &plan.memory);

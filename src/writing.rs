@@ -234,9 +234,10 @@ impl<'a, 'p> Writing<'a, 'p> {
                 _ => read_segments(plan, &g.segments, None, &data_limits, cancel, filters, |_, b| sink(b)),
             }
         };
-        read_ahead(opts.threads > 1, produce, prepare, deliver)?;
+        read_ahead(opts.threads > 1, 0, produce, prepare, deliver)?;
         if let Some(s) = sorter {
-            // The merge of the sorted runs runs beside encoding too, one batch ahead.
+            // The merge of the sorted runs runs beside encoding too, one batch ahead, and one
+            // more batch may wait between them (its batches are ⅛ of batchBytes: see `sort`).
             let (last, totals) = (&mut self.last_progress, &self.totals);
             let deliver = |prepared: Prepared| -> Result<()> {
                 if let Some(batch) = prepared.batch {
@@ -247,7 +248,7 @@ impl<'a, 'p> Writing<'a, 'p> {
             };
             let produce = |sink: &mut dyn FnMut(Batch) -> Result<()>| s.finish(sink);
             let pass = |batch: Batch| Ok(Prepared { batch: Some(batch), read: 0, deleted: 0 });
-            read_ahead(opts.threads > 1, produce, pass, deliver)?;
+            read_ahead(opts.threads > 1, 1, produce, pass, deliver)?;
         }
         self.totals.rows_written += writer.rows_written;
         let (files, measured) = writer.finish()?;
