@@ -16,7 +16,8 @@
 //! The frames are written and read by `frames`; a run an intermediate merge writes (with
 //! `threads` > 1) is compressed and written on a thread of its own while the merge goes on.
 //!
-//! Memory: a run being written holds its frames' bytes (`frames`, accounted as they grow), the
+//! Memory: a finished run holds the sort keys of its first and last rows; a run being written
+//! holds its frames' bytes (`frames`, accounted as they grow), the
 //! compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
 //! a read buffer (`RUN_READ_STATE`) and its current frame, which is its chunk's memory, or more
 //! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
@@ -211,6 +212,11 @@ impl RunWriter {
             max_frame_bytes,
             held_frame_bytes,
             dictionary_bytes: self.dictionary_bytes,
+            // (the keys twice: a merge takes a copy of the first ones)
+            _key_memory: self
+                .state
+                .accountant()
+                .hold(self.key_range.as_ref().map_or(0, |(f, l)| 2 * (f.row().as_ref().len() + l.row().as_ref().len()))),
             key_range: self.key_range.take(),
         })
     }
@@ -234,6 +240,8 @@ pub struct Run {
     /// The sort keys of its first and last rows: a merge opens it only when it reaches the
     /// first, and it is done after the last (`None`: not known, open from the start).
     pub key_range: Option<(OwnedRow, OwnedRow)>,
+    /// The call's accounting of those keys (a sort key can be a long string).
+    _key_memory: Reservation,
 }
 
 impl Run {
@@ -302,6 +310,27 @@ mod tests {
     use super::*;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
+
+    #[test]
+    fn a_runs_key_range_is_accounted_while_the_run_lives() {
+        let dir = std::env::temp_dir().join(format!("gencompact-spill-keys-{}", std::process::id()));
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+        let memory = Accountant::new(usize::MAX);
+        let mut spill = SpillDir::new(&dir, "k", &memory);
+        let mut w = spill.create(&schema, 1 << 20, false).unwrap();
+        w.write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec!["a"]))]).unwrap(), 0).unwrap();
+        // a sort key 100 KB long (a sort by a fat column)
+        let converter = arrow_row::RowConverter::new(vec![arrow_row::SortField::new(DataType::Utf8)]).unwrap();
+        let long: arrow_array::ArrayRef = Arc::new(StringArray::from(vec!["x".repeat(100_000), "y".repeat(100_000)]));
+        let rows = converter.convert_columns(&[long]).unwrap();
+        w.key_range = Some((rows.row(0).owned(), rows.row(1).owned()));
+        let run = w.finish().unwrap();
+        assert!(memory.used() >= 400_000, "{}", memory.used());
+        drop(run);
+        assert_eq!(memory.used(), 0);
+        drop(spill);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn runs_read_back_as_written_compressed_and_are_removed() {
