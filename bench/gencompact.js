@@ -56,6 +56,8 @@ function summarize(res, opts, wallMs) {
     avgFileBytes: Math.round(bytesWritten / Math.max(1, sizes.length)),
     maxFileBytes: Math.max(0, ...sizes),
     rowGroups: res.files.map(f => f.rowGroups),
+    spill: res.spill,
+    peakMemoryBytes: res.peakMemoryBytes,
     recordCounts: res.files.map(f => f.recordCount),
     elapsedMs: res.elapsedMs,
     wallMs,

@@ -422,6 +422,12 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
     if (isGencompact(tool) && s.summary) {
       const calls = s.summary.calls ? `${s.summary.calls} concurrent calls in one process (each call's wall: ${s.summary.callWallMs.map(fmtSec).join(', ')}); ` : ''
       notes.push(`- ${tool}: ${calls}options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups.length > 40 ? summarize(s.summary.rowGroups) : s.summary.rowGroups)}`)
+      const spill = s.summary.spill
+      if (spill && spill.runs > 0) {
+        const ratio = spill.peakBytes / input.bytes
+        notes.push(`- ${tool} spill (the result's \`spill\`): ${fmtCount(spill.runs)} runs, ${fmtBytes(spill.bytes)} written; at most ${fmtBytes(spill.peakBytes)} on disk at once, ` +
+          `${ratio.toFixed(2)}× the inputs' ${fmtBytes(input.bytes)} on disk (at most 1.5×): ${ratio <= 1.5 ? 'within ✓' : 'EXCEEDED ✗'}`)
+      }
     }
     if (isGencompact(tool) && s.ok && idle && idle.ok) {
       const { batchBytes, calls } = rssBound(tool, args)
