@@ -9,15 +9,19 @@
 //! A stream that reaches further than the window kept is not an error: it is decoded again,
 //! whole, by `snap`, from its start, and handed on from where the reader had got to.
 //!
-//! Memory: the window (`WINDOW`) plus what the caller asked for but has not read yet (at
-//! most `READ_AHEAD`); the whole decoded stream only when it reaches further back.
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus what
+//! the caller asked for but has not read yet (at most `READ_AHEAD`); the whole decoded stream
+//! only when it reaches further back.
 
 use crate::hybrid::varint;
 use bytes::Bytes;
 use std::io::{Error, ErrorKind, Read};
 
-/// Output kept for back-references: 16 × what Snappy's compressors reach back.
-const WINDOW: usize = 1 << 20;
+/// Output kept for back-references: twice what Snappy's compressors reach back.
+const WINDOW: usize = 128 << 10;
+/// Output read and out of the window is dropped once there is this much of it: each drop
+/// moves the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
+const DROP: usize = 1 << 20;
 /// Output decoded ahead of a read at most (beyond the bytes it asked for).
 const READ_AHEAD: usize = 64 << 10;
 
@@ -154,7 +158,7 @@ impl SnappyReader {
     /// Drops output that is read and out of the window, once there is enough of it.
     fn compact(&mut self) {
         let drop = self.read.min(self.out.len().saturating_sub(WINDOW));
-        if drop >= WINDOW {
+        if drop >= DROP {
             self.out.drain(..drop);
             self.read -= drop;
             self.dropped += drop;
@@ -253,16 +257,16 @@ mod tests {
             }
             assert!(out == data, "read size {chunk}");
             assert!(r.dropped > 0 && r.whole.is_none(), "the window slid and the stream never needed decoding whole");
-            assert!(most <= 3 * WINDOW + READ_AHEAD + chunk, "kept {most} bytes at read size {chunk}");
+            assert!(most <= 2 * (WINDOW + DROP + READ_AHEAD + chunk), "kept {most} bytes at read size {chunk}");
         }
     }
 
     /// A stream whose back-reference reaches further than the window: the literal at the
-    /// start is repeated from `WINDOW + 4096` bytes later.
+    /// start is repeated after `2 × (WINDOW + DROP)` bytes.
     #[test]
     fn a_reference_past_the_window_decodes_the_stream_whole_and_goes_on() {
         let head = text(100);
-        let middle = vec![b'x'; 3 * WINDOW];
+        let middle = vec![b'x'; 2 * (WINDOW + DROP)];
         let mut data = head.clone();
         data.extend_from_slice(&middle);
         data.extend_from_slice(&head[..64]);
@@ -287,7 +291,7 @@ mod tests {
             left -= len;
         }
         s.push((63u8 << 2) | 3);
-        s.extend_from_slice(&((3 * WINDOW + 100) as u32).to_le_bytes());
+        s.extend_from_slice(&((middle.len() + 100) as u32).to_le_bytes());
         assert_eq!(snap::raw::Decoder::new().decompress_vec(&s).unwrap(), data, "the stream is valid Snappy");
         let mut r = SnappyReader::new(Bytes::from(s)).unwrap();
         let out = read_all(&mut r, 4096).unwrap();

@@ -129,6 +129,9 @@ struct Slicing {
     levels: Option<Vec<bool>>,
     next: usize,
     total: usize,
+    /// The largest value so far: a slice ends with the value that takes it past `SLICE`, and
+    /// its buffer has room for one such value (not grown, and so copied, at its end).
+    widest: usize,
 }
 
 fn general(msg: impl Into<String>) -> ParquetError {
@@ -396,7 +399,7 @@ impl Streamed {
     /// Begins handing on a large page of `total` levels (`levels`: its definition levels).
     fn begin(&mut self, total: usize, levels: Option<Vec<bool>>, values: Values) -> Result<Page> {
         self.counts.pages.fetch_add(1, Ordering::Relaxed);
-        self.slicing = Some(Slicing { values, levels, next: 0, total });
+        self.slicing = Some(Slicing { values, levels, next: 0, total, widest: 0 });
         self.slice()
     }
 
@@ -408,7 +411,7 @@ impl Streamed {
         let first = s.next;
         // Room before the values for the slice's levels and their length.
         let prefix = if s.levels.is_some() { 4 + max_levels_len(s.total - first) } else { 0 };
-        let mut buf = Vec::with_capacity(prefix + SLICE);
+        let mut buf = Vec::with_capacity(prefix + SLICE + 4 + s.widest);
         buf.resize(prefix, 0);
         while s.next < s.total {
             if s.levels.as_ref().is_none_or(|l| l[s.next]) {
@@ -425,7 +428,8 @@ impl Streamed {
                 }
                 buf.extend_from_slice(&len);
                 let at = buf.len();
-                buf.reserve_exact(n);
+                s.widest = s.widest.max(n);
+                buf.reserve(n);
                 buf.resize(at + n, 0);
                 s.values.read_exact(&mut buf[at..]).map_err(io("page ends inside a value"))?;
             }
