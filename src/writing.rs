@@ -183,8 +183,13 @@ impl<'a, 'p> Writing<'a, 'p> {
         };
         let filters = RowFilters { deletes, select: Some(&mut select), duplicates: self.duplicates, positions: false };
         // What happens to a batch before it is ordered and written — counting, divert,
-        // dedupe, the input digest — runs beside decoding, on the read-ahead thread.
-        let (diverter, deduper, digest, fault) = (&mut self.stages.diverter, &mut self.stages.deduper, &mut self.digest, &mut self.fault);
+        // dedupe, the input digest — runs beside decoding, on the read-ahead thread; but where
+        // that thread merges or the rows go to a sort buffer (its side does the most, the
+        // writing side little), the input digest is taken on the writing side.
+        let (diverter, deduper, fault) = (&mut self.stages.diverter, &mut self.stages.deduper, &mut self.fault);
+        let late = opts.threads > 1 && (sorter.is_some() || matches!(route, Route::Merge(_)));
+        let (mut digest_early, mut digest_late) = if late { (None, Some(&mut self.digest)) } else { (Some(&mut self.digest), None) };
+        let (mut fault_early, mut fault_late) = if late { (None, Some(fault)) } else { (Some(fault), None) };
         let count_equality_deletes = self.count_equality_deletes;
         let prepare = |mut batch: Batch| -> Result<Prepared> {
             crate::testhooks::pause("read");
@@ -203,14 +208,7 @@ impl<'a, 'p> Writing<'a, 'p> {
             if batch.batch.num_rows() == 0 {
                 return Ok(counted);
             }
-            if opts.verify {
-                digest.add(&batch.batch)?;
-            }
-            if let Some(f) = *fault {
-                if f.apply(&mut batch.batch)? {
-                    *fault = None;
-                }
-            }
+            digest_and_fault(opts.verify, &mut batch, digest_early.as_deref_mut(), fault_early.as_deref_mut())?;
             counted.batch = Some(batch);
             Ok(counted)
         };
@@ -218,7 +216,8 @@ impl<'a, 'p> Writing<'a, 'p> {
         let deliver = |prepared: Prepared| -> Result<()> {
             totals.rows_read += prepared.read;
             totals.rows_deleted += prepared.deleted;
-            if let Some(batch) = prepared.batch {
+            if let Some(mut batch) = prepared.batch {
+                digest_and_fault(opts.verify, &mut batch, digest_late.as_deref_mut(), fault_late.as_deref_mut())?;
                 match sorter.as_mut() {
                     Some(s) => s.push(batch)?,
                     None => writer.write(batch)?,
@@ -258,6 +257,22 @@ impl<'a, 'p> Writing<'a, 'p> {
         self.written.extend(files.into_iter().map(|f| (f, g.tuple)));
         Ok(())
     }
+}
+
+/// Adds a batch about to be ordered and written to the input digest (with `verify`), then
+/// applies the test fault, if any (after the digest: verification must find it).
+fn digest_and_fault(verify: bool, batch: &mut Batch, digest: Option<&mut Digest>, fault: Option<&mut Option<Fault>>) -> Result<()> {
+    if let (true, Some(d)) = (verify, digest) {
+        d.add(&batch.batch)?;
+    }
+    if let Some(fault) = fault {
+        if let Some(f) = *fault {
+            if f.apply(&mut batch.batch)? {
+                *fault = None;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reports progress at most every `PROGRESS_EVERY`.
