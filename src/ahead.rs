@@ -1,5 +1,5 @@
 //! Ahead: decoding one batch ahead of writing, on a thread of its own, with a rendezvous
-//! channel between the two.
+//! channel between the two (or a queue of a few batches).
 //!
 //! Memory: two batches, the one being decoded and the one being written, and those queued
 //! between the two (`queued`).

@@ -3,7 +3,8 @@
 //! run of files; progress reported as rows are written.
 //!
 //! Memory: one decoded batch being prepared beside the one being written (`ahead`), the open
-//! row group, and with `sortBy` the sort buffer (see `sort`).
+//! row group, and with `sortBy` the sort buffer (see `sort`) and, while its runs are merged,
+//! one merged batch (⅛ batchBytes) queued between the merge and the writer.
 
 use crate::ahead::read_ahead;
 use crate::batch::Batch;
