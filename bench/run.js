@@ -39,6 +39,8 @@
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
 //     --sort                 gencompact sortBy ts
+//     --sort-by COL          gencompact sortBy COL instead (a key unrelated to arrival: every run
+//                            overlaps every other)
 //     --compression C        gencompact's and bare's codec (default zstd, level 3, like DuckDB's output)
 //     --batch-bytes N        gencompact batchBytes (default: the addon's, 32 MiB); the report
 //                            states gencompact's peak RSS above the idle process (node with the
@@ -147,6 +149,7 @@ function parseArgs(argv) {
       case '--dedupe': a.dedupe = true; break
       case '--partition': a.partition = true; break
       case '--sort': a.sort = true; break
+      case '--sort-by': a.sort = true; a.sortColumn = next(); break
       case '--batch-bytes': a.batchBytes = num(next(), f); break
       case '--compression': a.compression = next(); break
       case '--threads': a.threads = num(next(), f); break
@@ -200,7 +203,7 @@ function parseArgs(argv) {
         : `r${a.gen.rows}-f${a.gen.files}-t${a.gen.tuples}-fat${a.gen.fatBytes}-row${a.gen.rowBytes}`) +
         (a.shape !== 'seed' ? `-${a.shape}` : '')) +
       (a.scale !== 1 ? `-scale${a.scale}` : '') +
-      (a.partition ? '-partitioned' : '') + (a.sort ? '-sorted' : '') + (a.dedupe ? '-dedupe' : '') +
+      (a.partition ? '-partitioned' : '') + (a.sort ? (a.sortColumn && a.sortColumn !== SORT_COLUMN ? `-sorted-by-${a.sortColumn}` : '-sorted') : '') + (a.dedupe ? '-dedupe' : '') +
       (a.batchBytes ? `-bb${a.batchBytes}` : '') + (a.threads ? `-threads${a.threads}` : '') + (a.verify ? '' : '-noverify') +
       a.only.filter(t => THREADS_TOOL.test(t) || CONCURRENT_TOOL.test(t)).map(t => '-' + t.replace('gencompact-', '')).join('')
   }
@@ -231,7 +234,7 @@ function toolCommand(tool, outDir, listFile, args) {
     const extra = [
       ...(args.dedupe ? ['--dedupe', DEDUPE_COLUMN] : []),
       ...(args.partition ? ['--partition-by', PARTITION_COLUMNS.join(',')] : []),
-      ...(args.sort ? ['--sort-by', SORT_COLUMN] : []),
+      ...(args.sort ? ['--sort-by', args.sortColumn || SORT_COLUMN] : []),
       ...(args.batchBytes ? ['--batch-bytes', String(args.batchBytes)] : []),
       ...(threads ? ['--threads', String(threads)] : []),
       ...(args.verify ? [] : ['--no-verify']),
@@ -457,7 +460,7 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
       `(deleted after measuring), warm page cache. Wall = spawn to exit as seen by the driver (includes node start-up); ` +
       `peak RSS = "Maximum resident set size" from time -v; page faults = its minor + major ("major" in brackets), CPU its user and system time. Sizes from the last run (KiB/MiB = 1024-based). Rows checked once with DuckDB \`count(*)\`; ` +
       (tools.includes('old-loop') ? `old-loop dedupes by \`${DEDUPE_COLUMN}\`${args.dedupe ? ', gencompact too (--dedupe)' : ', gencompact and DuckDB do not (defaults)'}. ` : '') +
-      `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + SORT_COLUMN : ''}` +
+      `gencompact options: ${args.partition ? 'partitionBy ' + PARTITION_COLUMNS.join(',') : 'no partitionBy (tuples are mixed in a file)'}${args.sort ? ', sortBy ' + (args.sortColumn || SORT_COLUMN) : ''}` +
       `${args.dedupe ? ', dedupeBy ' + DEDUPE_COLUMN : ''}, compression ${codecOf(args)}, threads ${args.threads || 'default (available cores)'}, verify ${args.verify ? 'on' : 'off'}.`,
     '',
     table,
