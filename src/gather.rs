@@ -15,15 +15,14 @@
 
 use crate::dictionary::has_dictionary;
 use crate::error::{CompactError, Result};
-use arrow_array::builder::GenericByteBuilder;
+use arrow_array::builder::{ArrayBuilder, GenericByteBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType, Int32Type};
-use arrow_array::{
-    make_array, Array, ArrayRef, DictionaryArray, GenericByteArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray,
-};
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_array::{make_array, Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, StructArray};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 
 /// `batches` with each dictionary column (also inside structs) sharing one dictionary across
 /// all of them, as far as `cap` bytes of shared values allow; the shared values' bytes.
@@ -95,36 +94,68 @@ pub(crate) fn remap_keys(dictionary: &DictionaryArray<Int32Type>, mapping: &[i32
         .map_err(|e| CompactError::Internal(format!("sharing a dictionary: {e}")))
 }
 
-/// Distinct byte values gathered into one values array, each with its index there.
-struct ValueSet<'a, T: ByteArrayType> {
-    index: HashMap<&'a [u8], i32>,
+/// Distinct byte values gathered into one values array, each with its index there. The values
+/// are copied as they are added, so the arrays they came from may go before the set does (the
+/// union of a merge's dictionaries is built one run at a time: `union`).
+pub(crate) struct ValueSet<T: ByteArrayType> {
+    /// A value's hash to its index (a second value with the same hash goes to `collided`).
+    index: HashMap<u64, i32>,
+    collided: Vec<(u64, i32)>,
+    hasher: RandomState,
     builder: GenericByteBuilder<T>,
     /// The values' bytes and offsets so far.
-    bytes: usize,
+    pub(crate) bytes: usize,
 }
 
-impl<T: ByteArrayType> Default for ValueSet<'_, T> {
+impl<T: ByteArrayType> Default for ValueSet<T> {
     fn default() -> Self {
-        ValueSet { index: HashMap::new(), builder: GenericByteBuilder::new(), bytes: 0 }
+        ValueSet { index: HashMap::new(), collided: Vec::new(), hasher: RandomState::new(), builder: GenericByteBuilder::new(), bytes: 0 }
     }
 }
 
-impl<'a, T: ByteArrayType> ValueSet<'a, T> {
-    /// The index of value `k` of `values`, added if new; `None` past i32 indexes.
-    fn add(&mut self, values: &'a GenericByteArray<T>, k: usize) -> Option<i32> {
-        let value: &[u8] = values.value(k).as_ref();
-        let next = i32::try_from(self.index.len()).ok()?;
-        let (builder, bytes) = (&mut self.builder, &mut self.bytes);
-        Some(*self.index.entry(value).or_insert_with(|| {
-            builder.append_value(values.value(k));
-            *bytes += value.len() + std::mem::size_of::<T::Offset>();
-            next
-        }))
+impl<T: ByteArrayType> ValueSet<T> {
+    /// The index of `value`, added if new; `None` past i32 indexes.
+    pub(crate) fn add(&mut self, value: &T::Native) -> Option<i32> {
+        let bytes: &[u8] = value.as_ref();
+        let hash = self.hasher.hash_one(bytes);
+        let same = |id: i32| self.value(id) == bytes;
+        if let Some(&id) = self.index.get(&hash) {
+            if same(id) {
+                return Some(id);
+            }
+            if let Some(&(_, id)) = self.collided.iter().find(|&&(h, id)| h == hash && same(id)) {
+                return Some(id);
+            }
+        }
+        let id = i32::try_from(self.builder.len()).ok()?;
+        self.builder.append_value(value);
+        self.bytes += bytes.len() + std::mem::size_of::<T::Offset>();
+        match self.index.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(id);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => self.collided.push((hash, id)),
+        }
+        Some(id)
     }
 
-    /// The values array; its bytes are taken from `room`.
-    fn finish(mut self, room: &mut usize) -> ArrayRef {
-        *room = room.saturating_sub(self.bytes);
+    /// How many distinct values.
+    pub(crate) fn len(&self) -> usize {
+        self.builder.len()
+    }
+
+    /// Value `i` of the values added so far.
+    fn value(&self, i: i32) -> &[u8] {
+        let offsets = self.builder.offsets_slice();
+        let i = i as usize;
+        match (offsets.get(i), offsets.get(i + 1)) {
+            (Some(start), Some(end)) => self.builder.values_slice().get(start.as_usize()..end.as_usize()).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The values array.
+    pub(crate) fn finish(mut self) -> ArrayRef {
         std::sync::Arc::new(self.builder.finish())
     }
 }
@@ -157,15 +188,16 @@ fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Opti
                 // (a key to a null value: parquet-rs never decodes one; left as it is)
                 return None;
             }
-            let id = set.add(values, k)?;
-            if set.bytes > *room || set.index.len() * 2 > rows.max(1) {
+            let id = set.add(values.value(k))?;
+            if set.bytes > *room || set.len() * 2 > rows.max(1) {
                 return None;
             }
             mapping[k] = id;
         }
         mappings.push(mapping);
     }
-    Some((set.finish(room), mappings))
+    *room = room.saturating_sub(set.bytes);
+    Some((set.finish(), mappings))
 }
 
 /// The rows `indices` ((source, row) pairs) of `sources`, in that order. A dictionary column

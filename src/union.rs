@@ -20,16 +20,12 @@
 
 use crate::dictionary::has_dictionary;
 use crate::error::{CompactError, Result};
-use crate::gather::remap_keys;
-use arrow_array::builder::{ArrayBuilder, GenericByteBuilder};
+use crate::gather::{remap_keys, ValueSet};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ByteArrayType, GenericBinaryType, GenericStringType, Int32Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, StructArray};
-use arrow_buffer::ArrowNativeType;
 use arrow_data::ArrayData;
 use arrow_schema::DataType;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 
 /// The union of the runs' dictionaries (see the module doc).
 pub struct Union {
@@ -91,10 +87,10 @@ fn building(data_type: &DataType) -> Building {
     match data_type {
         DataType::Dictionary(key, value) if **key == DataType::Int32 => {
             let set: Option<Box<dyn ValuesUnion>> = match value.as_ref() {
-                DataType::Utf8 => Some(Box::new(OwnedSet::<GenericStringType<i32>>::default())),
-                DataType::LargeUtf8 => Some(Box::new(OwnedSet::<GenericStringType<i64>>::default())),
-                DataType::Binary => Some(Box::new(OwnedSet::<GenericBinaryType<i32>>::default())),
-                DataType::LargeBinary => Some(Box::new(OwnedSet::<GenericBinaryType<i64>>::default())),
+                DataType::Utf8 => Some(Box::new(ValueSet::<GenericStringType<i32>>::default())),
+                DataType::LargeUtf8 => Some(Box::new(ValueSet::<GenericStringType<i64>>::default())),
+                DataType::Binary => Some(Box::new(ValueSet::<GenericBinaryType<i32>>::default())),
+                DataType::LargeBinary => Some(Box::new(ValueSet::<GenericBinaryType<i64>>::default())),
                 _ => None,
             };
             set.map(|s| Building::Dict(s, Vec::new())).unwrap_or(Building::Keep)
@@ -244,33 +240,7 @@ trait ValuesUnion {
     fn finish(self: Box<Self>) -> ArrayRef;
 }
 
-struct OwnedSet<T: ByteArrayType> {
-    /// Value hash to the indexes of the values with that hash.
-    index: HashMap<u64, Vec<i32>>,
-    hasher: RandomState,
-    builder: GenericByteBuilder<T>,
-    bytes: usize,
-}
-
-impl<T: ByteArrayType> Default for OwnedSet<T> {
-    fn default() -> Self {
-        OwnedSet { index: HashMap::new(), hasher: RandomState::new(), builder: GenericByteBuilder::new(), bytes: 0 }
-    }
-}
-
-impl<T: ByteArrayType> OwnedSet<T> {
-    /// Value `i` of the values added so far.
-    fn value(&self, i: i32) -> &[u8] {
-        let offsets = self.builder.offsets_slice();
-        let i = i as usize;
-        match (offsets.get(i), offsets.get(i + 1)) {
-            (Some(start), Some(end)) => self.builder.values_slice().get(start.as_usize()..end.as_usize()).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-}
-
-impl<T: ByteArrayType> ValuesUnion for OwnedSet<T> {
+impl<T: ByteArrayType> ValuesUnion for ValueSet<T> {
     fn add(&mut self, values: &ArrayRef, room: &mut usize) -> Option<Vec<i32>> {
         let values = values.as_bytes_opt::<T>()?;
         if values.null_count() > 0 {
@@ -278,23 +248,10 @@ impl<T: ByteArrayType> ValuesUnion for OwnedSet<T> {
         }
         let mut mapping = Vec::with_capacity(values.len());
         for k in 0..values.len() {
-            let value: &[u8] = values.value(k).as_ref();
-            let hash = self.hasher.hash_one(value);
-            let found = self.index.get(&hash).and_then(|ids| ids.iter().copied().find(|&id| self.value(id) == value));
-            let id = match found {
-                Some(id) => id,
-                None => {
-                    let id = i32::try_from(self.builder.len()).ok()?;
-                    // (the value, its offset, and its hash and index in the index)
-                    let cost = value.len() + std::mem::size_of::<T::Offset>() + 12;
-                    *room = room.checked_sub(cost)?;
-                    self.bytes += cost;
-                    self.builder.append_value(values.value(k));
-                    self.index.entry(hash).or_default().push(id);
-                    id
-                }
-            };
-            mapping.push(id);
+            let before = self.bytes;
+            mapping.push(ValueSet::add(self, values.value(k))?);
+            // (a new value's bytes come from the room)
+            *room = room.checked_sub(self.bytes - before)?;
         }
         Some(mapping)
     }
@@ -303,8 +260,8 @@ impl<T: ByteArrayType> ValuesUnion for OwnedSet<T> {
         self.bytes
     }
 
-    fn finish(mut self: Box<Self>) -> ArrayRef {
-        std::sync::Arc::new(self.builder.finish())
+    fn finish(self: Box<Self>) -> ArrayRef {
+        ValueSet::finish(*self)
     }
 }
 
