@@ -168,7 +168,7 @@ impl FrameWriter {
     }
 
     /// Compresses what the stream wrote since the last frame into a frame of its own.
-    fn end_frame(&mut self) -> std::io::Result<()> {
+    pub(crate) fn end_frame(&mut self) -> std::io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }

@@ -6,7 +6,9 @@
 //! temporary disk a sort needs stays near the partition's own size on disk. A frame is
 //! decompressed whole, with the reading thread's one decompression context, when its first chunk
 //! is read, and the chunks decoded from it are slices of it (no copy): it goes with the last of
-//! them. So a run being merged holds no decoder state of its own — only its chunk, and where a
+//! them. The dictionaries a run's chunks share come first, in a frame of their own (with a
+//! chunk of no rows): the reader keeps them to the run's end, and they must not keep a chunk's
+//! frame with them. So a run being merged holds no decoder state of its own — only its chunk, and where a
 //! frame holds more chunks (small ones) that frame — and a merge can take as many runs as those
 //! allow (`sort`).
 //! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
@@ -23,6 +25,7 @@
 //! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
 //! compressed (at most `max_frame_bytes`).
 
+use crate::dictionary::has_dictionary;
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
 use crate::frames::{next_frame, FrameWriter};
@@ -184,6 +187,13 @@ pub struct RunWriter {
 impl RunWriter {
     /// Appends one chunk of the run; `decoded_bytes` is its in-memory size.
     pub fn write(&mut self, chunk: &RecordBatch, decoded_bytes: usize) -> Result<()> {
+        if self.rows == 0 && chunk.schema().fields().iter().any(|f| has_dictionary(f.data_type())) {
+            // The dictionaries the stream sends before the first chunk go in a frame of their
+            // own, with no rows: a reader keeps them for the whole run, and had they shared the
+            // first chunk's frame, they would keep that frame too (its slices are theirs).
+            self.writer.write(&chunk.slice(0, 0)).map_err(|e| ipc_error(&self.file.path, e))?;
+            self.writer.get_mut().end_frame().map_err(|e| CompactError::io(&self.file.path, &e))?;
+        }
         self.writer.write(chunk).map_err(|e| ipc_error(&self.file.path, e))?;
         let frames = self.writer.get_mut();
         frames.chunk_written().map_err(|e| CompactError::io(&self.file.path, &e))?;
@@ -277,6 +287,10 @@ impl RunReader {
     pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if let Some(chunk) = self.decoder.decode(&mut self.frame).map_err(|e| ipc_error(&self.path, e))? {
+                // (the chunk of no rows that sends the run's dictionaries is not one)
+                if chunk.num_rows() == 0 {
+                    continue;
+                }
                 self.read += chunk.num_rows() as u64;
                 return Ok(Some(chunk));
             }
@@ -379,6 +393,52 @@ mod tests {
         assert!(paths.iter().all(|p| !p.exists()), "run files removed with their runs");
         drop(spill);
         assert!(!dir.exists(), "the directory the spill created is removed");
+    }
+
+    #[test]
+    fn a_runs_shared_dictionaries_keep_no_chunks_frame() {
+        // A run whose chunks share one dictionary (a sort buffer's, see `gather::share`) and
+        // each fill a frame of their own with values of their own per row. The reader keeps the
+        // dictionary for the whole run; were it a slice of the first chunk's frame, it would
+        // keep that frame (the chunk's fat values with it) until the run is done: in a merge
+        // of a hundred runs, a hundred frames nobody accounts.
+        use arrow_array::{types::Int32Type, Array, DictionaryArray};
+        let dir = std::env::temp_dir().join(format!("gencompact-spill-dictframe-{}", std::process::id()));
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![Field::new("tenant", dict, false), Field::new("history", DataType::Utf8, false)]));
+        let values: arrow_array::ArrayRef = Arc::new(StringArray::from(vec!["t0", "t1", "t2"]));
+        let chunks: Vec<RecordBatch> = (0..3)
+            .map(|c| {
+                let keys = arrow_array::Int32Array::from_iter_values((0..8).map(|i| (i + c) % 3));
+                let tenant = DictionaryArray::<Int32Type>::try_new(keys, values.clone()).unwrap();
+                let history = StringArray::from_iter_values((0..8).map(|i| format!("{c}-{i}-{}", "x".repeat(40_000))));
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(tenant), Arc::new(history)]).unwrap()
+            })
+            .collect();
+        let memory = Accountant::new(usize::MAX);
+        let mut spill = SpillDir::new(&dir, "f", &memory);
+        // chunks of FRAME_BYTES: a frame each
+        let mut w = spill.create(&schema, crate::frames::FRAME_BYTES, false).unwrap();
+        for c in &chunks {
+            w.write(c, c.get_array_memory_size()).unwrap();
+        }
+        let run = w.finish().unwrap();
+        let mut r = run.open().unwrap();
+        let mut back = Vec::new();
+        let (mut frames, mut dictionaries) = (Vec::new(), Vec::new());
+        while let Some(c) = r.next_chunk().unwrap() {
+            // the frame a chunk was decoded from: where its fat values lie
+            frames.push(c.column(1).to_data().buffers()[1].data_ptr());
+            let tenant = c.column(0).as_any().downcast_ref::<DictionaryArray<Int32Type>>().unwrap();
+            dictionaries.push(tenant.values().to_data().buffers()[1].data_ptr());
+            back.push(c);
+        }
+        assert_eq!(back, chunks, "the run reads back as written, and the chunk of no rows is not one");
+        assert_eq!(frames.iter().collect::<std::collections::HashSet<_>>().len(), 3, "a frame per chunk");
+        assert!(dictionaries.iter().all(|d| *d == dictionaries[0]), "one dictionary for the run");
+        assert!(!frames.contains(&dictionaries[0]), "the run's dictionary lies in a chunk's frame");
+        drop((r, run));
+        drop(spill);
     }
 
     #[test]
