@@ -8,7 +8,7 @@
 //! run being written and one decompression context per reading thread.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 
 /// zstd level 1: about as fast to write as LZ4 and much smaller on text.
 const SPILL_LEVEL: i32 = 1;
@@ -216,7 +216,7 @@ thread_local! {
 
 /// The next frame of a run file, decompressed (with the thread's decompression context);
 /// `None` at the end of the file.
-pub(crate) fn next_frame(input: &mut BufReader<File>) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match input.read_exact(&mut len) {
         Ok(()) => {}

@@ -7,7 +7,7 @@
 //! and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run when it
 //! reaches the run's first key and drops it after its last row (each run knows both keys), so
 //! what it holds is what the runs open at once hold (a chunk, the dictionaries the run's chunks
-//! share, see `gather`, and a read buffer and frame, see `spill`), found by a sweep over the
+//! share, see `gather`, and a reader's state and frame, see `spill`), found by a sweep over the
 //! runs' key ranges (`kmerge::most_open`): runs of inputs that come in time slices overlap
 //! little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
 //! and a quarter of the fixed allowance, groups of consecutive runs are merged first, in as
@@ -20,7 +20,7 @@
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
-//! while merging, one chunk, the shared dictionaries, a read buffer and (for small chunks) a
+//! while merging, one chunk, the shared dictionaries, a reader's state and (for small chunks) a
 //! frame per open run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
 //! from (compressed), the union of the runs' dictionaries (at most
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
@@ -162,7 +162,7 @@ impl<'a> Sorter<'a> {
         loop {
             check_cancel(self.cancel)?;
             // A merged run's reader holds a chunk, its run's dictionaries, its frame (of more
-            // chunks) and a read buffer: out of batchBytes and a quarter of the fixed allowance
+            // chunks) and a reader's state: out of batchBytes and a quarter of the fixed allowance
             // (what the allocators keep beside the blocks in use needs room under the bound too).
             let held = |r: &Run| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes + RUN_READ_STATE;
             let room = self.budget + crate::memory::FIXED_BYTES / 4;
@@ -276,7 +276,7 @@ impl<'a> Sorter<'a> {
         let firsts: Vec<Option<OwnedRow>> = runs.iter().map(|r| r.key_range.as_ref().map(|(first, _)| first.clone())).collect();
         let open = move |r: usize| -> Result<Spilled<'_>> {
             let run = runs.get(r).ok_or_else(|| CompactError::Internal("merge run out of range".into()))?;
-            // A run's reader holds its read buffer, its frame (of more chunks) and the
+            // A run's reader holds its state (`RUN_READ_STATE`), its frame (of more chunks) and the
             // dictionaries its chunks share.
             let state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes);
             Ok(Spilled { reader: run.open()?, sorter: self, _state: state, run: r, union, seen: None })

@@ -21,23 +21,26 @@
 //! Memory: a finished run holds the sort keys of its first and last rows; a run being written
 //! holds its frames' bytes (`frames`, accounted as they grow), the
 //! compression context and a write buffer (`RUN_WRITE_STATE`); a run being read holds
-//! a read buffer (`RUN_READ_STATE`) and its current frame, which is its chunk's memory, or more
-//! where the frame holds more chunks (`held_frame_bytes`); while a frame is read, the frame
-//! compressed (at most `max_frame_bytes`).
+//! its file and dictionaries (`RUN_READ_STATE`, the dictionaries' bytes `dictionary_bytes`) and
+//! its current frame, which is its chunk's memory, or more where the frame holds more chunks
+//! (`held_frame_bytes`); while a frame is read, the frame compressed (at most
+//! `max_frame_bytes`). The runs' schema is decoded once for all of them (`Schemas`).
 
 use crate::dictionary::has_dictionary;
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
 use crate::frames::{next_frame, FrameWriter};
 use crate::memory::{Accountant, Reservation};
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
-use arrow_ipc::reader::StreamDecoder;
+use arrow_ipc::reader::{read_dictionary, read_record_batch};
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use arrow_ipc::MessageHeader;
 use arrow_row::OwnedRow;
 use arrow_schema::{ArrowError, SchemaRef};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -57,6 +60,8 @@ pub struct SpillDir {
     /// Bytes of run files on disk now, and the most at once.
     disk: Arc<DiskUse>,
     memory: Accountant,
+    /// The runs' schema, decoded once for all their readers.
+    schemas: Schemas,
 }
 
 /// What a call spilled: run files written, their bytes, runs merged into other runs before the
@@ -90,6 +95,7 @@ impl SpillDir {
             intermediate_merges: 0,
             disk: Arc::default(),
             memory: memory.clone(),
+            schemas: Schemas::default(),
         }
     }
 
@@ -138,7 +144,16 @@ impl SpillDir {
             StreamWriter::try_new_with_options(frames, schema, IpcWriteOptions::default()).map_err(|e| ipc_error(&guard.path, e))?;
         self.files_spilled += 1;
         let state = self.memory.hold(RUN_WRITE_STATE);
-        Ok(RunWriter { file: guard, writer, rows: 0, max_chunk_bytes: 0, dictionary_bytes: 0, key_range: None, state })
+        Ok(RunWriter {
+            file: guard,
+            writer,
+            schemas: self.schemas.clone(),
+            rows: 0,
+            max_chunk_bytes: 0,
+            dictionary_bytes: 0,
+            key_range: None,
+            state,
+        })
     }
 }
 
@@ -149,13 +164,12 @@ impl Drop for SpillDir {
 }
 
 const IO_BUFFER: usize = 1 << 16;
-/// A run reader's read buffer: frames are read whole, mostly past it.
-const READ_BUFFER: usize = 16 << 10;
 /// What a run writer holds besides its chunk's encoded bytes and frame: zstd's level-1
 /// context and the write buffer.
 pub const RUN_WRITE_STATE: usize = (1 << 20) + IO_BUFFER;
-/// What a run reader holds besides its frame: its read buffer.
-pub const RUN_READ_STATE: usize = READ_BUFFER;
+/// What a run reader holds besides its frame and its run's dictionaries: the file and the
+/// dictionaries' index (frames are read whole, with no buffer; the schema is the run's).
+pub const RUN_READ_STATE: usize = 4 << 10;
 /// A spill file, removed when dropped.
 struct SpillFile {
     path: PathBuf,
@@ -174,6 +188,7 @@ impl Drop for SpillFile {
 pub struct RunWriter {
     file: SpillFile,
     writer: StreamWriter<FrameWriter>,
+    schemas: Schemas,
     rows: u64,
     max_chunk_bytes: usize,
     /// Bytes of the dictionaries all chunks of the run share.
@@ -217,6 +232,7 @@ impl RunWriter {
         Ok(Run {
             bytes,
             file: self.file,
+            schemas: self.schemas.clone(),
             rows: self.rows,
             max_chunk_bytes: self.max_chunk_bytes,
             max_frame_bytes,
@@ -235,6 +251,8 @@ impl RunWriter {
 /// A finished sorted run on disk.
 pub struct Run {
     file: SpillFile,
+    /// The call's runs' schema, decoded once (`Schemas`).
+    schemas: Schemas,
     /// Its size on disk.
     pub bytes: u64,
     pub rows: u64,
@@ -258,8 +276,10 @@ impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
         Ok(RunReader {
-            input: BufReader::with_capacity(READ_BUFFER, file),
-            decoder: StreamDecoder::new(),
+            input: file,
+            schemas: self.schemas.clone(),
+            schema: None,
+            dictionaries: HashMap::new(),
             frame: Buffer::from_vec(Vec::<u8>::new()),
             path: self.file.path.clone(),
             rows: self.rows,
@@ -268,11 +288,16 @@ impl Run {
     }
 }
 
-/// Reads a run's chunks back. A chunk's arrays are slices of the frame it was decoded from (no
-/// copy): the frame lives as long as a chunk of it does.
+/// Reads a run's chunks back: the IPC stream's messages (its schema decoded once for all the
+/// call's runs, `Schemas`), the dictionaries as they come. A chunk's arrays are slices of the frame it was decoded from (no
+/// copy): the frame lives as long as a chunk of it does. A frame holds whole messages.
 pub struct RunReader {
-    input: BufReader<File>,
-    decoder: StreamDecoder,
+    input: File,
+    schemas: Schemas,
+    /// The stream's schema, once its message is read.
+    schema: Option<SchemaRef>,
+    /// The dictionaries sent so far, by id.
+    dictionaries: HashMap<i64, ArrayRef>,
     /// What is left of the current frame.
     frame: Buffer,
     path: PathBuf,
@@ -282,33 +307,101 @@ pub struct RunReader {
     read: u64,
 }
 
+/// The schema of a call's runs as their readers decode it (with the ids of the dictionaries
+/// the stream sends), decoded once for all the runs whose schema message is the same bytes: a
+/// merge reads a hundred runs or more, and a wide schema decoded costs tens of KB.
+#[derive(Default, Clone)]
+struct Schemas(Arc<std::sync::Mutex<Option<Decoded>>>);
+
+/// A schema message's bytes and the schema it sends.
+type Decoded = (Vec<u8>, SchemaRef);
+
+impl Schemas {
+    /// The schema the message `meta` (whose header is `fb`) sends.
+    fn decode(&self, meta: &[u8], fb: arrow_ipc::Schema) -> std::result::Result<SchemaRef, ArrowError> {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((bytes, schema)) = known.as_ref() {
+            if bytes.as_slice() == meta {
+                return Ok(schema.clone());
+            }
+        }
+        let schema = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb)?);
+        *known = Some((meta.to_vec(), schema.clone()));
+        Ok(schema)
+    }
+}
+
+/// The IPC stream's continuation marker, before each message's length.
+const CONTINUATION: u32 = 0xFFFF_FFFF;
+
 impl RunReader {
     /// The run's next chunk, `None` at its end.
     pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if let Some(chunk) = self.decoder.decode(&mut self.frame).map_err(|e| ipc_error(&self.path, e))? {
-                // (the chunk of no rows that sends the run's dictionaries is not one)
-                if chunk.num_rows() == 0 {
-                    continue;
-                }
-                self.read += chunk.num_rows() as u64;
-                return Ok(Some(chunk));
-            }
-            // (the decoder took all of the frame)
-            match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
-                Some(frame) => self.frame = Buffer::from_vec(frame),
-                None => {
-                    self.decoder.finish().map_err(|e| ipc_error(&self.path, e))?;
-                    if self.read != self.rows {
+            if self.frame.is_empty() {
+                match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
+                    Some(frame) => self.frame = Buffer::from_vec(frame),
+                    None if self.read == self.rows => return Ok(None),
+                    None => {
                         return Err(CompactError::io_msg(
                             &self.path,
                             format!("spill file ends after {} of its {} rows", self.read, self.rows),
-                        ));
+                        ))
                     }
-                    return Ok(None);
                 }
             }
+            // (the chunk of no rows that sends the run's dictionaries is not one)
+            if let Some(chunk) = self.next_message()?.filter(|c| c.num_rows() > 0) {
+                self.read += chunk.num_rows() as u64;
+                return Ok(Some(chunk));
+            }
         }
+    }
+
+    /// Decodes the next message of the current frame: a chunk, or else (a schema, a dictionary,
+    /// the end of the stream) `None`.
+    fn next_message(&mut self) -> Result<Option<RecordBatch>> {
+        let frame = self.frame.clone();
+        let damaged = |what: &str| CompactError::io_msg(&self.path, format!("spill file: {what}"));
+        let word = |at: usize| frame.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let (len, at) = match word(0) {
+            Some(CONTINUATION) => (word(4), 8),
+            other => (other, 4),
+        };
+        let len = len.ok_or_else(|| damaged("a message cut short"))? as usize;
+        if len == 0 {
+            // the end of the stream
+            self.frame = Buffer::from_vec(Vec::<u8>::new());
+            return Ok(None);
+        }
+        let meta = frame.get(at..at + len).ok_or_else(|| damaged("a message cut short"))?;
+        let message = arrow_ipc::root_as_message(meta).map_err(|e| damaged(&format!("a damaged message: {e}")))?;
+        let body_len = usize::try_from(message.bodyLength()).map_err(|_| damaged("a message of negative length"))?;
+        let end = (at + len).checked_add(body_len).filter(|end| *end <= frame.len()).ok_or_else(|| damaged("a message cut short"))?;
+        let body = frame.slice_with_length(at + len, body_len);
+        let version = message.version();
+        let schema = || self.schema.clone().ok_or_else(|| damaged("a message before the schema"));
+        let chunk = match message.header_type() {
+            MessageHeader::NONE => None,
+            MessageHeader::Schema => {
+                let fb = message.header_as_schema().ok_or_else(|| damaged("a damaged schema"))?;
+                self.schema = Some(self.schemas.decode(meta, fb).map_err(|e| ipc_error(&self.path, e))?);
+                None
+            }
+            MessageHeader::DictionaryBatch => {
+                let batch = message.header_as_dictionary_batch().ok_or_else(|| damaged("a damaged dictionary"))?;
+                read_dictionary(&body, batch, schema()?.as_ref(), &mut self.dictionaries, &version)
+                    .map_err(|e| ipc_error(&self.path, e))?;
+                None
+            }
+            MessageHeader::RecordBatch => {
+                let batch = message.header_as_record_batch().ok_or_else(|| damaged("a damaged chunk"))?;
+                Some(read_record_batch(&body, batch, schema()?, &self.dictionaries, None, &version).map_err(|e| ipc_error(&self.path, e))?)
+            }
+            other => return Err(damaged(&format!("an unexpected message ({other:?})"))),
+        };
+        self.frame = frame.slice(end);
+        Ok(chunk)
     }
 }
 
@@ -405,14 +498,23 @@ mod tests {
         use arrow_array::{types::Int32Type, Array, DictionaryArray};
         let dir = std::env::temp_dir().join(format!("gencompact-spill-dictframe-{}", std::process::id()));
         let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
-        let schema = Arc::new(Schema::new(vec![Field::new("tenant", dict, false), Field::new("history", DataType::Utf8, false)]));
+        // (two dictionary columns: the stream numbers their dictionaries, and the reader must
+        // find each by its number)
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("model", dict.clone(), false),
+            Field::new("tenant", dict, false),
+            Field::new("history", DataType::Utf8, false),
+        ]));
+        let models: arrow_array::ArrayRef = Arc::new(StringArray::from(vec!["m0", "m1"]));
         let values: arrow_array::ArrayRef = Arc::new(StringArray::from(vec!["t0", "t1", "t2"]));
         let chunks: Vec<RecordBatch> = (0..3)
             .map(|c| {
                 let keys = arrow_array::Int32Array::from_iter_values((0..8).map(|i| (i + c) % 3));
                 let tenant = DictionaryArray::<Int32Type>::try_new(keys, values.clone()).unwrap();
+                let model = arrow_array::Int32Array::from_iter_values((0..8).map(|i| (i + c) % 2));
+                let model = DictionaryArray::<Int32Type>::try_new(model, models.clone()).unwrap();
                 let history = StringArray::from_iter_values((0..8).map(|i| format!("{c}-{i}-{}", "x".repeat(40_000))));
-                RecordBatch::try_new(schema.clone(), vec![Arc::new(tenant), Arc::new(history)]).unwrap()
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(model), Arc::new(tenant), Arc::new(history)]).unwrap()
             })
             .collect();
         let memory = Accountant::new(usize::MAX);
@@ -428,8 +530,8 @@ mod tests {
         let (mut frames, mut dictionaries) = (Vec::new(), Vec::new());
         while let Some(c) = r.next_chunk().unwrap() {
             // the frame a chunk was decoded from: where its fat values lie
-            frames.push(c.column(1).to_data().buffers()[1].data_ptr());
-            let tenant = c.column(0).as_any().downcast_ref::<DictionaryArray<Int32Type>>().unwrap();
+            frames.push(c.column(2).to_data().buffers()[1].data_ptr());
+            let tenant = c.column(1).as_any().downcast_ref::<DictionaryArray<Int32Type>>().unwrap();
             dictionaries.push(tenant.values().to_data().buffers()[1].data_ptr());
             back.push(c);
         }
