@@ -1,7 +1,8 @@
 //! Alloc: the addon's global allocator. Blocks under `LARGE` come from the system allocator
 //! (glibc malloc); larger ones — decoded value buffers that grow page by page, pages, encoded
 //! column chunks, spill frames — are mappings of their own, and a freed one is kept for reuse,
-//! up to `KEEP_BYTES` for the process, or unmapped.
+//! up to `KEEP_BYTES` for the process (less where the running calls hold more: `keep_cap`), or
+//! unmapped.
 //!
 //! Why: glibc serves a block under its mmap threshold from the arena of the thread that asks,
 //! and raises that threshold (up to 32 MiB) the first time a mapped block is freed. After that
@@ -16,7 +17,7 @@
 //! there: the kernel neither faults in nor zeroes fresh ones. A block that grows takes a kept
 //! range the same way and its bytes are copied (cheaper than fresh pages); when no kept range
 //! holds it, it grows with `mremap`, in place or moved without a copy. A new block that no kept
-//! range holds grows the largest kept range into it. Beyond `KEEP_BYTES` (or `SLOTS` ranges)
+//! range holds grows the largest kept range into it. Beyond that cap (or `SLOTS` ranges)
 //! the smallest kept ranges are unmapped, and every kept range is unmapped at the end of a
 //! call (`heap`).
 //!
@@ -27,8 +28,25 @@ use std::sync::Mutex;
 
 /// Blocks of this size and up are mapped.
 pub const LARGE: usize = 128 << 10;
-/// Freed large blocks kept for reuse, in bytes, for the whole process.
+/// Freed large blocks kept for reuse, in bytes, for the whole process: at most this, and no
+/// more than the running calls' bounds leave beside what their accountants hold and
+/// `ALLOWANCE` (`keep_cap`), but always `MIN_KEEP`.
 pub const KEEP_BYTES: usize = 64 << 20;
+/// What the system allocator's free lists and arenas, the threads' stacks and the rest of the
+/// process take beside the blocks the accountants count, under the calls' bounds.
+const ALLOWANCE: usize = 40 << 20;
+const MIN_KEEP: usize = 8 << 20;
+
+/// How many bytes of freed blocks may be kept now (see `KEEP_BYTES`): memory kept for reuse
+/// saves the kernel's work of handing out fresh pages, but counts in the process's memory as
+/// much as memory in use.
+fn keep_cap() -> usize {
+    let bound = crate::memory::process_bound();
+    if bound == 0 {
+        return KEEP_BYTES;
+    }
+    bound.saturating_sub(crate::memory::process_used()).saturating_sub(ALLOWANCE).clamp(MIN_KEEP, KEEP_BYTES)
+}
 /// At most this many kept ranges.
 const SLOTS: usize = 256;
 const PAGE: usize = 4096;
@@ -86,10 +104,15 @@ impl Kept {
     }
 
     /// Keeps a freed range, joined with the kept ranges it touches (a block split off a range
-    /// comes back beside its rest); puts in `unmap` what goes to stay within `KEEP_BYTES` and
+    /// comes back beside its rest); puts in `unmap` what goes to stay within `keep_cap` and
     /// `SLOTS` — the smallest ranges, or this one — and returns how many.
-    fn keep(&mut self, mut start: usize, mut len: usize, unmap: &mut Unmap) -> usize {
-        if len > KEEP_BYTES {
+    fn keep(&mut self, start: usize, len: usize, unmap: &mut Unmap) -> usize {
+        self.keep_within(start, len, keep_cap(), unmap)
+    }
+
+    /// `keep`, with at most `cap` bytes kept.
+    fn keep_within(&mut self, mut start: usize, mut len: usize, cap: usize, unmap: &mut Unmap) -> usize {
+        if len > cap {
             unmap[0] = (start, len);
             return 1;
         }
@@ -105,7 +128,7 @@ impl Kept {
             }
         }
         let mut out = 0;
-        let full = |k: &Kept, len: usize| k.n == SLOTS || k.bytes + len > KEEP_BYTES;
+        let full = |k: &Kept, len: usize| k.n == SLOTS || k.bytes + len > cap;
         while full(self, len) && self.n > 0 {
             let smallest = (0..self.n).min_by_key(|&i| self.ranges[i].1).unwrap_or(0);
             if self.ranges[smallest].1 >= len {
@@ -116,7 +139,14 @@ impl Kept {
         }
         if full(self, len) {
             unmap[out] = (start, len);
-            return out + 1;
+            out += 1;
+            // (the cap came down since the ranges were kept: the larger ones go too, down to it)
+            while self.bytes > cap && self.n > 0 {
+                let smallest = (0..self.n).min_by_key(|&i| self.ranges[i].1).unwrap_or(0);
+                unmap[out] = self.remove(smallest);
+                out += 1;
+            }
+            return out;
         }
         self.ranges[self.n] = (start, len);
         self.n += 1;
@@ -353,8 +383,8 @@ mod tests {
     fn kept_ranges_serve_best_fit_split_and_join_again() {
         let mut k = empty();
         let mut out: Unmap = [(0, 0); SLOTS + 1];
-        assert_eq!(k.keep(0x1000_0000, 4 * MIB, &mut out), 0);
-        assert_eq!(k.keep(0x2000_0000, MIB, &mut out), 0);
+        assert_eq!(k.keep_within(0x1000_0000, 4 * MIB, KEEP_BYTES, &mut out), 0);
+        assert_eq!(k.keep_within(0x2000_0000, MIB, KEEP_BYTES, &mut out), 0);
         // the smallest range that holds a block serves it
         assert_eq!(k.fit(MIB), Some(0x2000_0000));
         // a larger one is split: the block from its start, the rest kept
@@ -362,7 +392,7 @@ mod tests {
         assert_eq!((k.n, k.bytes), (1, 3 * MIB));
         assert_eq!(k.ranges[0], (0x1000_0000 + MIB, 3 * MIB));
         // freed, the block joins the rest it was cut from
-        assert_eq!(k.keep(0x1000_0000, MIB, &mut out), 0);
+        assert_eq!(k.keep_within(0x1000_0000, MIB, KEEP_BYTES, &mut out), 0);
         assert_eq!((k.n, k.bytes), (1, 4 * MIB));
         assert_eq!(k.ranges[0], (0x1000_0000, 4 * MIB));
         assert_eq!(k.fit(5 * MIB), None);
@@ -376,16 +406,20 @@ mod tests {
         let mut out: Unmap = [(0, 0); SLOTS + 1];
         let n = KEEP_BYTES / (4 * MIB);
         for i in 0..n {
-            assert_eq!(k.keep(0x1000_0000 + i * 8 * MIB, 4 * MIB - (i % 2) * PAGE, &mut out), 0);
+            assert_eq!(k.keep_within(0x1000_0000 + i * 8 * MIB, 4 * MIB - (i % 2) * PAGE, KEEP_BYTES, &mut out), 0);
         }
         let smallest = k.ranges[..k.n].iter().map(|r| r.1).min();
-        assert_eq!(k.keep(0x7000_0000, 4 * MIB, &mut out), 1);
+        assert_eq!(k.keep_within(0x7000_0000, 4 * MIB, KEEP_BYTES, &mut out), 1);
         assert_eq!(Some(out[0].1), smallest);
         assert!(k.bytes <= KEEP_BYTES);
         // a range larger than the bound is not kept at all
-        assert_eq!(k.keep(0x9000_0000, KEEP_BYTES + PAGE, &mut out), 1);
+        assert_eq!(k.keep_within(0x9000_0000, KEEP_BYTES + PAGE, KEEP_BYTES, &mut out), 1);
         assert_eq!(out[0], (0x9000_0000, KEEP_BYTES + PAGE));
         assert_eq!(k.ranges[..k.n].iter().map(|r| r.1).sum::<usize>(), k.bytes);
+        // under a lower cap (the calls hold more), the next range freed makes room down to it
+        let cap = KEEP_BYTES / 4;
+        let n = k.keep_within(0xa000_0000, 4 * MIB, cap, &mut out);
+        assert!(n > 1 && k.bytes <= cap, "{n} unmapped, {} kept", k.bytes);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! The call's limit is 3 × `batchBytes` + 64 MiB (the README's bound). Besides, every call's
 //! bytes count in one process-wide total (`process_peak`); concurrent calls are admitted by the
 //! call gate (`gate`), which with `GENCOMPACT_MEMORY_LIMIT` set also keeps the sum of their
-//! bounds within that many bytes.
+//! bounds within that many bytes. The sum of the running calls' bounds (`process_bound`) tells
+//! the allocator (`alloc`) how much freed memory it may keep for reuse.
 //!
 //! Memory: a few atomics per call.
 
@@ -35,6 +36,12 @@ pub fn call_bound(batch_bytes: usize) -> usize {
 
 static PROCESS_USED: AtomicUsize = AtomicUsize::new(0);
 static PROCESS_PEAK: AtomicUsize = AtomicUsize::new(0);
+static PROCESS_BOUND: AtomicUsize = AtomicUsize::new(0);
+
+/// The sum of the bounds of the calls running now (0 when none is).
+pub fn process_bound() -> usize {
+    PROCESS_BOUND.load(Ordering::Relaxed)
+}
 
 /// The most bytes all calls of this process held at once, by their accountants.
 pub fn process_peak() -> usize {
@@ -53,6 +60,8 @@ pub struct Accountant {
 
 struct Inner {
     limit: usize,
+    /// The call's bound, counted in the process's (`process_bound`) while the call runs.
+    bound: usize,
     used: AtomicUsize,
     peak: AtomicUsize,
     /// Woken whenever bytes are returned, for stages that wait for room.
@@ -65,16 +74,34 @@ impl std::fmt::Debug for Accountant {
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        PROCESS_BOUND.fetch_sub(self.bound, Ordering::Relaxed);
+    }
+}
+
 impl Accountant {
     pub fn new(limit: usize) -> Self {
         Accountant {
-            inner: Arc::new(Inner { limit, used: AtomicUsize::new(0), peak: AtomicUsize::new(0), freed: (Mutex::new(()), Condvar::new()) }),
+            inner: Arc::new(Inner {
+                limit,
+                bound: 0,
+                used: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+                freed: (Mutex::new(()), Condvar::new()),
+            }),
         }
     }
 
-    /// An accountant for a call with this `batchBytes` (limit: `call_bound`).
+    /// An accountant for a call with this `batchBytes` (limit: `call_bound`), whose bound
+    /// counts in the process's while it lives.
     pub fn for_batch_bytes(batch_bytes: usize) -> Self {
-        Accountant::new(call_bound(batch_bytes))
+        let mut a = Accountant::new(call_bound(batch_bytes));
+        if let Some(inner) = Arc::get_mut(&mut a.inner) {
+            inner.bound = inner.limit;
+            PROCESS_BOUND.fetch_add(inner.bound, Ordering::Relaxed);
+        }
+        a
     }
 
     pub fn limit(&self) -> usize {
