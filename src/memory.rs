@@ -261,6 +261,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_calls_bound_counts_in_the_process_while_its_accountant_lives() {
+        // (other tests' calls may run at the same time: they only add to the sum)
+        let a = Accountant::for_batch_bytes(1 << 40);
+        let bound = call_bound(1 << 40);
+        assert!(process_bound() >= bound, "{} < {bound}", process_bound());
+        let b = a.clone();
+        drop(a);
+        assert!(process_bound() >= bound, "a clone keeps it counted");
+        drop(b);
+        assert!(process_bound() < bound, "{} after the accountant is gone", process_bound());
+    }
+
+    #[test]
     fn reservations_account_their_bytes_until_dropped_and_the_peak_stays() {
         let a = Accountant::new(100);
         let mut r = a.reservation();

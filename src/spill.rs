@@ -8,9 +8,9 @@
 //! is read, and the chunks decoded from it are slices of it (no copy): it goes with the last of
 //! them. The dictionaries a run's chunks share come first, in a frame of their own (with a
 //! chunk of no rows): the reader keeps them to the run's end, and they must not keep a chunk's
-//! frame with them. So a run being merged holds no decoder state of its own — only its chunk, and where a
-//! frame holds more chunks (small ones) that frame — and a merge can take as many runs as those
-//! allow (`sort`).
+//! frame with them. So a run being merged holds little beside its chunk — its dictionaries, and
+//! where a frame holds more chunks (small ones) that frame — and a merge can take as many runs
+//! as those allow (`sort`).
 //! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
 //! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
 //! is removed again (when empty) with the `SpillDir`.
@@ -289,8 +289,9 @@ impl Run {
 }
 
 /// Reads a run's chunks back: the IPC stream's messages (its schema decoded once for all the
-/// call's runs, `Schemas`), the dictionaries as they come. A chunk's arrays are slices of the frame it was decoded from (no
-/// copy): the frame lives as long as a chunk of it does. A frame holds whole messages.
+/// call's runs, `Schemas`), the dictionaries as they come. A chunk's arrays are slices of the
+/// frame it was decoded from (no copy): the frame lives as long as a chunk of it does. A frame
+/// holds whole messages.
 pub struct RunReader {
     input: File,
     schemas: Schemas,
