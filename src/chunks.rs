@@ -73,7 +73,7 @@ impl parquet::arrow::arrow_reader::RowGroups for RowGroup {
         let rg = self.meta();
         let column = rg.column(i);
         let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-        let pages: Box<dyn PageReader> = if crate::streamed::streams(&self.file, column) {
+        let pages: Box<dyn PageReader> = if crate::streamed::reads(&self.file, column) {
             crate::streamed::reader(self.file.clone(), column, rows, self.streamed.clone())?
         } else {
             Box::new(SerializedPageReader::new(self.file.clone(), column, rows, None)?)

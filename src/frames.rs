@@ -209,8 +209,8 @@ impl FrameWriter {
 }
 
 thread_local! {
-    /// The decompression context of the thread reading runs (one merge reads its runs' chunks
-    /// one at a time, on one thread).
+    /// The decompression context of a thread reading runs (one merge reads its runs' chunks
+    /// one at a time, on one thread) or ZSTD pages (`streamed`).
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
@@ -231,16 +231,22 @@ pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<Vec<u8
         _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
     };
     let mut frame = Vec::with_capacity(size);
-    DECOMPRESSOR.with(|d| -> std::io::Result<()> {
+    with_decompressor(|d| d.decompress_to_buffer(&compressed[..], &mut frame))?;
+    Ok(Some(frame))
+}
+
+/// `f` with the calling thread's zstd decompression context, made the first time a thread asks
+/// (a context costs tens of KB to make and set up: one per run frame or page would cost more
+/// than decompressing a small one).
+pub(crate) fn with_decompressor<T>(f: impl FnOnce(&mut zstd::bulk::Decompressor<'static>) -> std::io::Result<T>) -> std::io::Result<T> {
+    DECOMPRESSOR.with(|d| {
         let mut d = d.borrow_mut();
         let decompressor = match d.as_mut() {
             Some(decompressor) => decompressor,
             None => d.insert(zstd::bulk::Decompressor::new()?),
         };
-        decompressor.decompress_to_buffer(&compressed[..], &mut frame)?;
-        Ok(())
-    })?;
-    Ok(Some(frame))
+        f(decompressor)
+    })
 }
 
 #[cfg(test)]

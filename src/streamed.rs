@@ -20,6 +20,12 @@
 //! - any other page (dictionary, dictionary-encoded, small) is decompressed whole, as
 //!   parquet-rs would, into the size its header declares.
 //!
+//! Chunks compressed with ZSTD are read here whatever their column, their pages decompressed
+//! whole with the reading thread's one decompression context (`frames::with_decompressor`):
+//! parquet-rs makes a compression and a decompression context for every column chunk it reads,
+//! which on inputs of many small files (a row group of 26 rows, 56 columns) cost more than the
+//! pages' decompression.
+//!
 //! The rows and values decoded are the same; slices carry no statistics (the column reader
 //! does not use them). Chunks of other codecs (LZ4, LZ4_RAW), nested columns, and inputs whose
 //! page headers are not checked (`guard`) are read by parquet-rs's page reader as before.
@@ -69,8 +75,14 @@ pub struct Counts {
     pub whole: AtomicUsize,
 }
 
-/// Whether the pages of `column` (a chunk of `file`) are read by `reader`.
-pub fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
+/// Whether the pages of `column` (a chunk of `file`) are read by `reader`: large pages are
+/// streamed (`streams`), or the chunk is ZSTD's.
+pub fn reads(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
+    streams(file, column) || (matches!(column.compression(), Compression::ZSTD(_)) && file.checks_pages())
+}
+
+/// Whether the large pages of `column` (a chunk of `file`) are streamed in slices.
+fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
     let d = column.column_descr();
     let codec = matches!(
         column.compression(),
@@ -91,6 +103,7 @@ pub fn reader(file: Arc<GuardedInput>, column: &ColumnChunkMetaData, rows: usize
     let chunk = column.dictionary_page_offset().unwrap_or(column.data_page_offset()).max(0) as u64;
     file.stream_chunk(chunk);
     Ok(Box::new(Streamed {
+        slices: streams(&file, column),
         pages: Box::new(pages),
         ahead: VecDeque::new(),
         file,
@@ -104,6 +117,8 @@ pub fn reader(file: Arc<GuardedInput>, column: &ColumnChunkMetaData, rows: usize
 }
 
 struct Streamed {
+    /// Large pages are handed on in slices (else every page is decompressed whole).
+    slices: bool,
     /// The chunk's pages, compressed.
     pages: Box<dyn PageReader>,
     /// Pages read ahead, compressed, with the bytes their headers declare uncompressed.
@@ -179,6 +194,13 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
             }
             snap::raw::Decoder::new().decompress(&data, values).map_err(|e| general(format!("snappy page: {e}")))?;
         }
+        Compression::ZSTD(_) => {
+            let n = crate::frames::with_decompressor(|d| d.decompress_to_buffer(&data[..], values))
+                .map_err(io("page decompresses to more bytes than its header declares, or is damaged"))?;
+            if n != declared {
+                return Err(general(format!("page decompresses to {n} bytes, its header declares {declared}")));
+            }
+        }
         _ => {
             let mut input = decoder(codec, data)?;
             input.read_exact(values).map_err(io("page decompresses to fewer bytes than its header declares"))?;
@@ -232,7 +254,7 @@ impl Streamed {
         let Some((page, declared)) = self.read()? else {
             return Ok(None);
         };
-        let large = declared as u64 >= LARGE_PAGE;
+        let large = self.slices && declared as u64 >= LARGE_PAGE;
         Ok(Some(match page {
             Page::DictionaryPage { buf, num_values, encoding, is_sorted } => {
                 if large && matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {

@@ -1,7 +1,8 @@
 //! Large plain pages of flat string and binary columns are decompressed as a stream and handed
 //! to the column reader in slices (`streamed`): the rows read are parquet-rs's own, for every
 //! codec streamed, V1 and V2 pages, optional and required columns, with and without a row
-//! selection, and the slicing path ran.
+//! selection, and the slicing path ran; small ZSTD chunks of every column are read here too,
+//! their pages decompressed whole.
 
 use crate::common;
 use arrow_array::cast::AsArray;
@@ -241,6 +242,42 @@ fn small_pages_of_a_streamed_chunk_are_decompressed_whole_levels_and_all() {
                 assert!(got == expected, "{codec:?} {version:?}: rows differ from parquet-rs's own reader");
                 assert_eq!(streamed, (0, 0), "{codec:?} {version:?}: no page is large");
                 assert!(whole >= 20, "{codec:?} {version:?}: the small pages were decompressed whole by the streamed reader ({whole})");
+            }
+        }
+    }
+}
+
+#[test]
+fn small_zstd_chunks_of_every_column_are_read_here_and_other_codecs_by_parquet_rs() {
+    // Small values, small pages, dictionary pages for `text`: no chunk is large. ZSTD's chunks
+    // are read by the streamed reader whatever their column (parquet-rs would make two zstd
+    // contexts per chunk), their pages decompressed whole; SNAPPY's by parquet-rs's own reader.
+    let dir = Scratch::new("streamed-zstd-small");
+    let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..ROWS as i64));
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..ROWS).map(|r| (r % 7 != 3).then(|| format!("tenant {}", r % 5)))));
+    let blob: ArrayRef = Arc::new(BinaryArray::from_iter_values((0..ROWS).map(|r| format!("small value {r}").into_bytes())));
+    let batch = RecordBatch::try_new(three_columns(), vec![n, text, blob]).unwrap();
+    let selection = RowSelection::from(vec![RowSelector::select(50), RowSelector::skip(600), RowSelector::select(50)]);
+    for codec in [Compression::ZSTD(ZstdLevel::default()), Compression::SNAPPY] {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let props = WriterProperties::builder()
+                .set_compression(codec)
+                .set_writer_version(version)
+                .set_data_page_size_limit(1024)
+                .set_write_batch_size(16)
+                .build();
+            let path = write_with(dir.path(), &format!("small-{codec:?}-{version:?}"), &batch, props);
+            for s in [None, Some(selection.clone())] {
+                let (got, expected, streamed, whole) = both_counted(&path, s.clone());
+                assert_eq!(got.len(), if s.is_some() { 100 } else { ROWS }, "{codec:?} {version:?}");
+                assert!(got == expected, "{codec:?} {version:?}: rows differ from parquet-rs's own reader");
+                assert_eq!(streamed, (0, 0), "{codec:?} {version:?}: no page is large");
+                if matches!(codec, Compression::ZSTD(_)) {
+                    // every column's pages, `n`'s among them: a dictionary page and a data page each
+                    assert!(whole >= 6, "{version:?}: ZSTD pages decompressed whole here: {whole}");
+                } else {
+                    assert_eq!(whole, 0, "{version:?}: SNAPPY chunks this small are parquet-rs's");
+                }
             }
         }
     }
