@@ -82,26 +82,28 @@ impl Drop for Inner {
 
 impl Accountant {
     pub fn new(limit: usize) -> Self {
-        Accountant {
-            inner: Arc::new(Inner {
-                limit,
-                bound: 0,
-                used: AtomicUsize::new(0),
-                peak: AtomicUsize::new(0),
-                freed: (Mutex::new(()), Condvar::new()),
-            }),
-        }
+        Accountant::counted(limit, 0)
     }
 
     /// An accountant for a call with this `batchBytes` (limit: `call_bound`), whose bound
     /// counts in the process's while it lives.
     pub fn for_batch_bytes(batch_bytes: usize) -> Self {
-        let mut a = Accountant::new(call_bound(batch_bytes));
-        if let Some(inner) = Arc::get_mut(&mut a.inner) {
-            inner.bound = inner.limit;
-            PROCESS_BOUND.fetch_add(inner.bound, Ordering::Relaxed);
+        let bound = call_bound(batch_bytes);
+        Accountant::counted(bound, bound)
+    }
+
+    /// An accountant of `limit` bytes whose `bound` counts in the process's while it lives.
+    fn counted(limit: usize, bound: usize) -> Self {
+        PROCESS_BOUND.fetch_add(bound, Ordering::Relaxed);
+        Accountant {
+            inner: Arc::new(Inner {
+                limit,
+                bound,
+                used: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+                freed: (Mutex::new(()), Condvar::new()),
+            }),
         }
-        a
     }
 
     pub fn limit(&self) -> usize {
