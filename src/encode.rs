@@ -4,11 +4,21 @@
 //! chunks are appended are `ArrowWriter`'s own, so the bytes are the same whatever the number
 //! of threads.
 //!
+//! A byte-array column whose values in the file's first sizeable batch are nearly all distinct
+//! (`DISTINCT_SHARE` of at least `DISTINCT_SAMPLE` values) is written without a dictionary:
+//! the writer settings ask for one where every input chunk was dictionary-encoded, and a
+//! writer that checks its dictionary limit late (pyarrow: after 1,024 values) dictionary-encodes
+//! small files of values unique to each row in full. Such a dictionary saves nothing, yet the
+//! encoder copies and hashes every value into it, in fresh memory for every row group: with a
+//! fat value per row, that was most of the call's page faults.
+//!
 //! Memory: the open row group's encoded pages and dictionaries, as with `ArrowWriter`; the
 //! leaf arrays of the batch being encoded (views into the batch, plus definition and
 //! repetition levels).
 
 use arrow_array::RecordBatch;
+use arrow_array::{cast::AsArray, Array};
+use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, ArrowWriter, ArrowWriterOptions,
@@ -18,11 +28,12 @@ use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescriptor;
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use twox_hash::xxhash3_128;
 
 /// An output file as the writer writes it: every write goes through `testhooks::disk_room`
 /// (in release builds, straight to the file).
@@ -39,10 +50,24 @@ impl std::io::Write for Sink {
     }
 }
 
+/// At least this many non-null values of a column in the file's first batch tell whether its
+/// values repeat.
+const DISTINCT_SAMPLE: usize = 64;
+/// A column whose values in the file's first batch are distinct in at least this share is
+/// written without a dictionary.
+const DISTINCT_SHARE: f64 = 0.9;
+
 pub struct ColumnWriter {
     file: SerializedFileWriter<Sink>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
+    /// The file's writer settings until a batch of at least `DISTINCT_SAMPLE` rows has been
+    /// looked at; where some columns' values turn out to be nearly all distinct there, the
+    /// factory is replaced (a row group's writers are made at its first batch: the change
+    /// holds from the row group that batch opens, or else the next).
+    props: Option<WriterProperties>,
+    /// Leaf columns written without a dictionary (`DISTINCT_SHARE`).
+    plain: Vec<bool>,
     /// The open row group's column writers, one per leaf column (`None` while one is out
     /// with a worker).
     open: Option<Vec<Option<ArrowColumnWriter>>>,
@@ -161,9 +186,50 @@ impl ColumnWriter {
     /// A writer through the Parquet schema `parquet` (field ids, VARIANT, timestamps), for
     /// batches of `schema`.
     pub fn new(file: File, schema: SchemaRef, parquet: &SchemaDescriptor, props: WriterProperties, threads: usize) -> Result<Self> {
-        let options = ArrowWriterOptions::new().with_properties(props).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
+        let options =
+            ArrowWriterOptions::new().with_properties(props.clone()).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
         let (file, factory) = ArrowWriter::try_new_with_options(Sink(file), schema.clone(), options)?.into_serialized_writer()?;
-        Ok(ColumnWriter { file, factory, schema, open: None, rows: 0, workers: Workers::start(threads.saturating_sub(1)) })
+        let plain = vec![false; parquet.num_columns()];
+        Ok(ColumnWriter {
+            file,
+            factory,
+            schema,
+            props: Some(props),
+            plain,
+            open: None,
+            rows: 0,
+            workers: Workers::start(threads.saturating_sub(1)),
+        })
+    }
+
+    /// At the file's first batch of at least `DISTINCT_SAMPLE` rows: the dictionary-encoded
+    /// leaf columns (top-level byte arrays) whose values there are nearly all distinct get
+    /// writers without a dictionary.
+    fn drop_useless_dictionaries(&mut self, batch: &RecordBatch, leaf_of: &[Option<usize>]) -> Result<()> {
+        let Some(props) = self.props.take() else { return Ok(()) };
+        let parquet = self.file.schema_descr();
+        let mut b = None;
+        for (column, leaf) in batch.columns().iter().zip(leaf_of) {
+            let Some(leaf) = *leaf else { continue };
+            let path = parquet.column(leaf).path().clone();
+            if props.dictionary_enabled(&path) && nearly_all_distinct(column.as_ref()) {
+                self.plain[leaf] = true;
+                b = Some(b.unwrap_or_else(|| props.clone().into_builder()).set_column_dictionary_enabled(path, false));
+            }
+        }
+        if let Some(b) = b {
+            // A factory takes its settings from a file writer: this one writes nowhere and is
+            // only asked for them; the column chunks it makes go into this file's row groups.
+            let settings = SerializedFileWriter::new(std::io::sink(), parquet.root_schema_ptr(), Arc::new(b.build()))?;
+            self.factory = ArrowRowGroupWriterFactory::new(&settings, self.schema.clone());
+        }
+        Ok(())
+    }
+
+    /// Leaf columns this file writes without a dictionary because their values are nearly all
+    /// distinct.
+    pub fn plain_leaves(&self) -> &[bool] {
+        &self.plain
     }
 
     /// Appends `batch` to the open row group (opening one if needed).
@@ -174,11 +240,17 @@ impl ColumnWriter {
         let mut leaves: Vec<ArrowLeafColumn> = Vec::new();
         // Each leaf's share of its column's decoded bytes: the order in which jobs are taken.
         let mut costs: Vec<usize> = Vec::new();
+        // The leaf of each top-level column that is one leaf.
+        let mut leaf_of: Vec<Option<usize>> = Vec::new();
         for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
             let before = leaves.len();
             leaves.extend(compute_leaves(field.as_ref(), column)?);
             let n = (leaves.len() - before).max(1);
             costs.extend(std::iter::repeat_n(column.get_array_memory_size() / n, leaves.len() - before));
+            leaf_of.push((leaves.len() == before + 1).then_some(before));
+        }
+        if self.props.is_some() && batch.num_rows() >= DISTINCT_SAMPLE {
+            self.drop_useless_dictionaries(batch, &leaf_of)?;
         }
         if self.open.is_none() {
             let writers = self.factory.create_column_writers(self.file.flushed_row_groups().len())?;
@@ -304,4 +376,101 @@ fn no_panic(out: Vec<Done>) -> Result<Vec<Done>> {
         return Err(ParquetError::General(format!("column encoder panicked: {msg}")));
     }
     Ok(out)
+}
+
+/// Whether `column` is a byte-array column (of any Arrow layout, dictionary-encoded or not)
+/// with at least `DISTINCT_SAMPLE` non-null values, `DISTINCT_SHARE` of them distinct.
+fn nearly_all_distinct(column: &dyn Array) -> bool {
+    let mut seen = HashSet::new();
+    let mut n = 0usize;
+    if let Some(d) = column.as_any_dictionary_opt() {
+        let Some(value) = byte_values(d.values().as_ref()) else { return false };
+        let keys = d.normalized_keys();
+        // Each referenced value is hashed once, however many rows name it.
+        let mut hashes: HashMap<usize, u128> = HashMap::new();
+        for (i, &k) in keys.iter().enumerate() {
+            if d.keys().is_valid(i) && d.values().is_valid(k) {
+                n += 1;
+                seen.insert(*hashes.entry(k).or_insert_with(|| xxhash3_128::Hasher::oneshot(value(k))));
+            }
+        }
+    } else {
+        let Some(value) = byte_values(column) else { return false };
+        for i in (0..column.len()).filter(|&i| column.is_valid(i)) {
+            n += 1;
+            seen.insert(xxhash3_128::Hasher::oneshot(value(i)));
+        }
+    }
+    n >= DISTINCT_SAMPLE && seen.len() as f64 >= DISTINCT_SHARE * n as f64
+}
+
+/// The bytes of each value of a byte-array column, by index; `None` for other types.
+fn byte_values<'a>(a: &'a dyn Array) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
+    Some(match a.data_type() {
+        DataType::Utf8 => Box::new(|i| a.as_string::<i32>().value(i).as_bytes()),
+        DataType::LargeUtf8 => Box::new(|i| a.as_string::<i64>().value(i).as_bytes()),
+        DataType::Utf8View => Box::new(|i| a.as_string_view().value(i).as_bytes()),
+        DataType::Binary => Box::new(|i| a.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => Box::new(|i| a.as_binary::<i64>().value(i)),
+        DataType::BinaryView => Box::new(|i| a.as_binary_view().value(i)),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, DictionaryArray, Int32Array, StringArray};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowSchemaConverter;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// The dictionary page of each column of row group `rg` (whether it has one).
+    fn dictionaries(path: &std::path::Path, rg: usize) -> Vec<bool> {
+        let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+        reader.metadata().row_group(rg).columns().iter().map(|c| c.dictionary_page_offset().is_some()).collect()
+    }
+
+    #[test]
+    fn columns_of_distinct_values_are_written_without_a_dictionary_repeated_ones_keep_it() {
+        let dir = std::env::temp_dir().join(format!("gencompact-encode-distinct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.parquet");
+        let n = 200;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("unique", DataType::Utf8, true),
+            Field::new("repeated", DataType::Utf8, true),
+            Field::new("unique_dict", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true),
+            Field::new("few", DataType::Utf8, true),
+        ]));
+        let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let props = WriterProperties::builder().set_dictionary_enabled(true).set_max_row_group_row_count(Some(n)).build();
+        let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, 2).unwrap();
+        let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {i}"))));
+        let repeated: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {}", i % 30))));
+        let keys = Int32Array::from_iter_values(0..n as i32);
+        let unique_dict: ArrayRef = Arc::new(DictionaryArray::new(keys, unique.clone()));
+        // Distinct, but too few non-null values to tell.
+        let few: ArrayRef = Arc::new(StringArray::from_iter((0..n).map(|i| (i < 10).then(|| format!("v{i}")))));
+        let batch = RecordBatch::try_new(schema, vec![unique, repeated, unique_dict, few]).unwrap();
+        // A first batch too small to look at; the next one decides, but its row group's
+        // writers were made at the first, with their dictionaries.
+        w.write(&batch.slice(0, DISTINCT_SAMPLE - 1)).unwrap();
+        w.write(&batch).unwrap();
+        w.flush().unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        assert_eq!(w.plain_leaves(), &[true, false, true, false]);
+        assert_eq!(dictionaries(&path, 0), vec![true, true, true, true]);
+        assert_eq!(dictionaries(&path, 1), vec![false, true, false, true]);
+        // Read back by parquet-rs's own reader, the values are the batches written.
+        let mut rows = 0;
+        for b in
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap()
+        {
+            rows += b.unwrap().num_rows();
+        }
+        assert_eq!(rows, DISTINCT_SAMPLE - 1 + 2 * n);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
