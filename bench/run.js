@@ -35,7 +35,8 @@
 //                            shapes take --rows --files --tuples --seed --fat-bytes, fat = the
 //                            request frame's average size)
 //     --shuffle              rows in random ts order within each row group (unsorted runs)
-//     --input list.json      use these files (JSON array or {files}) instead of generating
+//     --input list.json      use these files (JSON array or {files}) instead of generating (e.g. the
+//                            unique shape's rows in request_id order, bench/reorder.py)
 //     --dedupe               gencompact also dedupes by _hyp_cache_row_id (old-loop always does)
 //     --partition            gencompact partitionBy session_id,conversation_id,cwd,date
 //     --sort                 gencompact sortBy ts
