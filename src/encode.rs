@@ -14,7 +14,8 @@
 //!
 //! Memory: the open row group's encoded pages and dictionaries, as with `ArrowWriter`; the
 //! leaf arrays of the batch being encoded (views into the batch, plus definition and
-//! repetition levels).
+//! repetition levels); once per file, a 16-byte hash per value of a byte-array column of one
+//! batch (`nearly_all_distinct`).
 
 use arrow_array::RecordBatch;
 use arrow_array::{cast::AsArray, Array};
@@ -210,7 +211,7 @@ impl ColumnWriter {
         let parquet = self.file.schema_descr();
         let mut b = None;
         for (column, leaf) in batch.columns().iter().zip(leaf_of) {
-            let Some(leaf) = *leaf else { continue };
+            let Some(leaf) = leaf.filter(|&l| l < parquet.num_columns() && l < self.plain.len()) else { continue };
             let path = parquet.column(leaf).path().clone();
             if props.dictionary_enabled(&path) && nearly_all_distinct(column.as_ref()) {
                 self.plain[leaf] = true;
