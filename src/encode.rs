@@ -51,11 +51,11 @@ impl std::io::Write for Sink {
     }
 }
 
-/// At least this many non-null values of a column in the file's first batch tell whether its
-/// values repeat.
+/// At least this many rows in a batch, and non-null values of a column in it, tell whether the
+/// column's values repeat.
 const DISTINCT_SAMPLE: usize = 64;
-/// A column whose values in the file's first batch are distinct in at least this share is
-/// written without a dictionary.
+/// A column whose values in the file's first batch of `DISTINCT_SAMPLE` rows or more are
+/// distinct in at least this share is written without a dictionary.
 const DISTINCT_SHARE: f64 = 0.9;
 
 pub struct ColumnWriter {
@@ -408,12 +408,30 @@ fn nearly_all_distinct(column: &dyn Array) -> bool {
 /// The bytes of each value of a byte-array column, by index; `None` for other types.
 fn byte_values<'a>(a: &'a dyn Array) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
     Some(match a.data_type() {
-        DataType::Utf8 => Box::new(|i| a.as_string::<i32>().value(i).as_bytes()),
-        DataType::LargeUtf8 => Box::new(|i| a.as_string::<i64>().value(i).as_bytes()),
-        DataType::Utf8View => Box::new(|i| a.as_string_view().value(i).as_bytes()),
-        DataType::Binary => Box::new(|i| a.as_binary::<i32>().value(i)),
-        DataType::LargeBinary => Box::new(|i| a.as_binary::<i64>().value(i)),
-        DataType::BinaryView => Box::new(|i| a.as_binary_view().value(i)),
+        DataType::Utf8 => {
+            let a = a.as_string::<i32>();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::LargeUtf8 => {
+            let a = a.as_string::<i64>();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::Utf8View => {
+            let a = a.as_string_view();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::Binary => {
+            let a = a.as_binary::<i32>();
+            Box::new(move |i| a.value(i))
+        }
+        DataType::LargeBinary => {
+            let a = a.as_binary::<i64>();
+            Box::new(move |i| a.value(i))
+        }
+        DataType::BinaryView => {
+            let a = a.as_binary_view();
+            Box::new(move |i| a.value(i))
+        }
         _ => return None,
     })
 }
