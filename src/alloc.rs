@@ -99,6 +99,20 @@ impl Kept {
         Some(start)
     }
 
+    /// `extra` bytes from the kept range that starts at `end`, if it holds them (its rest
+    /// stays kept): a block that ends at `end` grows into them in place.
+    fn take_at(&mut self, end: usize, extra: usize) -> bool {
+        let Some(i) = (0..self.n).find(|&i| self.ranges[i].0 == end && self.ranges[i].1 >= extra) else { return false };
+        let (start, have) = self.ranges[i];
+        if have == extra {
+            self.remove(i);
+        } else {
+            self.ranges[i] = (start + extra, have - extra);
+            self.bytes -= extra;
+        }
+        true
+    }
+
     /// The largest kept range, taken whole.
     fn largest(&mut self) -> Option<(usize, usize)> {
         let i = (0..self.n).max_by_key(|&i| self.ranges[i].1)?;
@@ -269,9 +283,17 @@ impl Allocator {
                     unmap(ptr.add(new_len), old_len - new_len);
                     ptr
                 } else {
-                    // A kept range that holds the grown block is used as it is (a copy of the
-                    // old bytes costs less than faulting in fresh pages); else the block grows.
-                    let fit = kept().fit(new_len);
+                    // A kept range right after the block lends it the pages it grows by, in
+                    // place; else a kept range that holds the grown block is used as it is (a
+                    // copy of the old bytes costs less than faulting in fresh pages); else the
+                    // block grows.
+                    let fit = {
+                        let mut k = kept();
+                        if k.take_at(ptr as usize + old_len, new_len - old_len) {
+                            return ptr;
+                        }
+                        k.fit(new_len)
+                    };
                     if let Some(p) = fit {
                         std::ptr::copy_nonoverlapping(ptr, p as *mut u8, layout.size());
                         unmap(ptr, old_len);
@@ -400,6 +422,27 @@ mod tests {
         assert_eq!(k.fit(5 * MIB), None);
         assert_eq!(k.largest(), Some((0x1000_0000, 4 * MIB)));
         assert_eq!((k.n, k.bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_block_cut_from_a_kept_range_grows_into_its_rest_in_place() {
+        let mut k = empty();
+        let mut out: Unmap = [(0, 0); SLOTS + 1];
+        assert_eq!(k.keep_within(0x1000_0000, 8 * MIB, KEEP_BYTES, &mut out), 0);
+        assert_eq!(k.keep_within(0x3000_0000, 2 * MIB, KEEP_BYTES, &mut out), 0);
+        let block = k.fit(3 * MIB).unwrap_or(0);
+        assert_eq!(block, 0x1000_0000);
+        // it doubles into the pages right after it, which stay where they are
+        assert!(k.take_at(block + 3 * MIB, 3 * MIB));
+        assert_eq!((k.n, k.bytes), (2, 4 * MIB));
+        assert!(k.ranges[..k.n].contains(&(0x1000_0000 + 6 * MIB, 2 * MIB)));
+        // not where the range after it is too short, nor from a range elsewhere
+        assert!(!k.take_at(block + 6 * MIB, 3 * MIB));
+        assert!(!k.take_at(block + 4 * MIB, MIB));
+        // the whole rest, and the range is gone
+        assert!(k.take_at(block + 6 * MIB, 2 * MIB));
+        assert_eq!((k.n, k.bytes), (1, 2 * MIB));
+        assert_eq!(k.ranges[0], (0x3000_0000, 2 * MIB));
     }
 
     #[test]

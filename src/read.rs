@@ -1,7 +1,8 @@
 //! Read: decode the inputs, in `files` order, into Arrow batches of bounded size.
 //!
-//! Memory bound: one decoded batch holds at most `batchRows` rows and, by estimate,
-//! `batchBytes` decoded bytes (a row larger than that is a batch of one). The rows per batch
+//! Memory bound: one decoded batch holds at most `batchRows` rows and, by estimate, the
+//! decoded bytes its limits give (a quarter of `batchBytes` for the data: `writing`; a row
+//! larger than that is a batch of one), and no spare capacity (`shrink`). The rows per batch
 //! are chosen per row group *before* decoding from its metadata: the uncompressed size per
 //! row, the unencoded byte-array sizes when the writer recorded them, and for dictionary-
 //! encoded byte arrays the largest dictionary entry (read from the dictionary page), since a
@@ -222,6 +223,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             let decoded_bytes = decoded_size(&dropped.batch);
             let input_bytes = rg.rg_bytes * n as f64 / rg.rows as f64;
             let Dropped { batch, deleted, positions } = dropped;
+            let batch = shrink(batch)?;
             held.resize(held_bytes(&batch));
             return Ok(Some((rg.segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions, memory: held })));
         }
@@ -481,4 +483,41 @@ fn diagnose(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata, rg: us
         }
     }
     CompactError::corrupt(path, None, format!("row group {rg}: {msg}"))
+}
+
+/// The batch with the capacity its buffers grew by but do not use given back (a values buffer
+/// grows by doubling while a batch is decoded): what a batch holds is then what it decodes to,
+/// and the rest goes to the allocator's kept blocks at once (`alloc`).
+fn shrink(batch: RecordBatch) -> Result<RecordBatch> {
+    let (schema, mut columns, rows) = batch.into_parts();
+    for c in columns.iter_mut() {
+        c.shrink_to_fit();
+    }
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, columns, &options)
+        .map_err(|e| CompactError::Internal(format!("rebuilding a decoded batch: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::builder::StringBuilder;
+    use arrow_schema::{DataType, Field, Schema};
+
+    #[test]
+    fn a_decoded_batch_gives_back_the_capacity_its_buffers_do_not_use() {
+        // (like a values buffer grown by doubling while a batch decodes)
+        let mut values = StringBuilder::with_capacity(1_000, 4 << 20);
+        for i in 0..1_000 {
+            values.append_value(format!("value {i:>1000}"));
+        }
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(values.finish())]).unwrap();
+        let before = held_bytes(&batch);
+        let shrunk = shrink(batch).unwrap();
+        let used = decoded_size(&shrunk);
+        assert!(before > 4 << 20, "{before}");
+        assert!(held_bytes(&shrunk) < used + (64 << 10), "{} against {used}", held_bytes(&shrunk));
+        assert_eq!(shrunk.num_rows(), 1_000);
+    }
 }
