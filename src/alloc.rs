@@ -14,9 +14,11 @@
 //!
 //! A block is served from the smallest kept range that holds it (the rest of the range stays
 //! kept; a freed block is joined with the kept ranges beside it), so its pages are already
-//! there: the kernel neither faults in nor zeroes fresh ones. A block that grows takes a kept
-//! range the same way and its bytes are copied (cheaper than fresh pages); when no kept range
-//! holds it, it grows with `mremap`, in place or moved without a copy. A new block that no kept
+//! there: the kernel neither faults in nor zeroes fresh ones. A block that grows takes the kept
+//! range right after it, in place, where that range holds the growth (a buffer cut from the
+//! front of a range doubles into its rest); else a kept range that holds the grown block, and
+//! its bytes are copied (cheaper than fresh pages); when no kept range holds it, it grows with
+//! `mremap`, in place or moved without a copy. A new block that no kept
 //! range holds grows the largest kept range into it. Beyond that cap (or `SLOTS` ranges)
 //! the smallest kept ranges are unmapped, and every kept range is unmapped at the end of a
 //! call (`heap`).
