@@ -223,8 +223,15 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             let decoded_bytes = decoded_size(&dropped.batch);
             let input_bytes = rg.rg_bytes * n as f64 / rg.rows as f64;
             let Dropped { batch, deleted, positions } = dropped;
-            let batch = shrink(batch)?;
-            held.resize(held_bytes(&batch));
+            let mut held_now = held_bytes(&batch);
+            let batch = if held_now > decoded_bytes.saturating_add(crate::alloc::LARGE) {
+                let shrunk = shrink(batch)?;
+                held_now = held_bytes(&shrunk);
+                shrunk
+            } else {
+                batch
+            };
+            held.resize(held_now);
             return Ok(Some((rg.segment, Batch { batch, decoded_bytes, input_bytes, deleted, positions, memory: held })));
         }
     }
@@ -487,7 +494,9 @@ fn diagnose(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata, rg: us
 
 /// The batch with the capacity its buffers grew by but do not use given back (a values buffer
 /// grows by doubling while a batch is decoded): what a batch holds is then what it decodes to,
-/// and the rest goes to the allocator's kept blocks at once (`alloc`).
+/// and the rest goes to the allocator's kept blocks at once (`alloc`). Only where it holds a
+/// mapped block's worth (`alloc::LARGE`) more than it decodes to: less stays with the system
+/// allocator either way.
 fn shrink(batch: RecordBatch) -> Result<RecordBatch> {
     let (schema, mut columns, rows) = batch.into_parts();
     for c in columns.iter_mut() {
