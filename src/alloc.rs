@@ -18,10 +18,9 @@
 //! range right after it, in place, where that range holds the growth (a buffer cut from the
 //! front of a range doubles into its rest); else a kept range that holds the grown block, and
 //! its bytes are copied (cheaper than fresh pages); when no kept range holds it, it grows with
-//! `mremap`, in place or moved without a copy. A new block that no kept
-//! range holds grows the largest kept range into it. Beyond that cap (or `SLOTS` ranges)
-//! the smallest kept ranges are unmapped, and every kept range is unmapped at the end of a
-//! call (`heap`).
+//! `mremap`, in place or moved without a copy. A new block that no kept range holds grows the
+//! largest kept range into it. Beyond that cap (or `SLOTS` ranges) the smallest kept ranges
+//! are unmapped, and every kept range is unmapped at the end of a call (`heap`).
 //!
 //! Memory: the blocks in use, plus at most `KEEP_BYTES` of kept ranges for the process.
 
