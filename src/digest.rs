@@ -62,7 +62,7 @@ fn chain(acc: &mut [u128], column: &ArrayRef) -> Result<()> {
     Ok(())
 }
 
-fn hash_bytes(b: &[u8]) -> u128 {
+pub(crate) fn hash_bytes(b: &[u8]) -> u128 {
     xxhash3_128::Hasher::oneshot(b)
 }
 
@@ -75,29 +75,9 @@ fn cell_hashes(array: &dyn Array) -> Result<Vec<u128>> {
             let a = array.as_boolean();
             (0..n).map(|i| hash_bytes(&[u8::from(a.value(i))])).collect()
         }
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            bytes_hashes(n, |i| a.value(i).as_bytes())
-        }
-        DataType::LargeUtf8 => {
-            let a = array.as_string::<i64>();
-            bytes_hashes(n, |i| a.value(i).as_bytes())
-        }
-        DataType::Binary => {
-            let a = array.as_binary::<i32>();
-            bytes_hashes(n, |i| a.value(i))
-        }
-        DataType::LargeBinary => {
-            let a = array.as_binary::<i64>();
-            bytes_hashes(n, |i| a.value(i))
-        }
-        DataType::Utf8View => {
-            let a = array.as_string_view();
-            bytes_hashes(n, |i| a.value(i).as_bytes())
-        }
-        DataType::BinaryView => {
-            let a = array.as_binary_view();
-            bytes_hashes(n, |i| a.value(i))
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            let value = byte_values(array).ok_or_else(|| CompactError::Internal(format!("digest: no bytes for {}", array.data_type())))?;
+            bytes_hashes(n, value)
         }
         DataType::FixedSizeBinary(_) => {
             let a = array.as_fixed_size_binary();
@@ -127,6 +107,37 @@ fn cell_hashes(array: &dyn Array) -> Result<Vec<u128>> {
         }
     }
     Ok(out)
+}
+
+/// The bytes of each value of a byte-array column, by index; `None` for other types.
+pub(crate) fn byte_values<'a>(a: &'a dyn Array) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
+    Some(match a.data_type() {
+        DataType::Utf8 => {
+            let a = a.as_string::<i32>();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::LargeUtf8 => {
+            let a = a.as_string::<i64>();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::Utf8View => {
+            let a = a.as_string_view();
+            Box::new(move |i| a.value(i).as_bytes())
+        }
+        DataType::Binary => {
+            let a = a.as_binary::<i32>();
+            Box::new(move |i| a.value(i))
+        }
+        DataType::LargeBinary => {
+            let a = a.as_binary::<i64>();
+            Box::new(move |i| a.value(i))
+        }
+        DataType::BinaryView => {
+            let a = a.as_binary_view();
+            Box::new(move |i| a.value(i))
+        }
+        _ => return None,
+    })
 }
 
 fn bytes_hashes<'a>(n: usize, value: impl Fn(usize) -> &'a [u8]) -> Vec<u128> {

@@ -19,7 +19,6 @@
 
 use arrow_array::RecordBatch;
 use arrow_array::{cast::AsArray, Array};
-use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, ArrowWriter, ArrowWriterOptions,
@@ -34,7 +33,6 @@ use std::fs::File;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use twox_hash::xxhash3_128;
 
 /// An output file as the writer writes it: every write goes through `testhooks::disk_room`
 /// (in release builds, straight to the file).
@@ -385,62 +383,31 @@ fn nearly_all_distinct(column: &dyn Array) -> bool {
     let mut seen = HashSet::new();
     let mut n = 0usize;
     if let Some(d) = column.as_any_dictionary_opt() {
-        let Some(value) = byte_values(d.values().as_ref()) else { return false };
+        let Some(value) = crate::digest::byte_values(d.values().as_ref()) else { return false };
         let keys = d.normalized_keys();
         // Each referenced value is hashed once, however many rows name it.
         let mut hashes: HashMap<usize, u128> = HashMap::new();
         for (i, &k) in keys.iter().enumerate() {
             if d.keys().is_valid(i) && d.values().is_valid(k) {
                 n += 1;
-                seen.insert(*hashes.entry(k).or_insert_with(|| xxhash3_128::Hasher::oneshot(value(k))));
+                seen.insert(*hashes.entry(k).or_insert_with(|| crate::digest::hash_bytes(value(k))));
             }
         }
     } else {
-        let Some(value) = byte_values(column) else { return false };
+        let Some(value) = crate::digest::byte_values(column) else { return false };
         for i in (0..column.len()).filter(|&i| column.is_valid(i)) {
             n += 1;
-            seen.insert(xxhash3_128::Hasher::oneshot(value(i)));
+            seen.insert(crate::digest::hash_bytes(value(i)));
         }
     }
     n >= DISTINCT_SAMPLE && seen.len() as f64 >= DISTINCT_SHARE * n as f64
-}
-
-/// The bytes of each value of a byte-array column, by index; `None` for other types.
-fn byte_values<'a>(a: &'a dyn Array) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
-    Some(match a.data_type() {
-        DataType::Utf8 => {
-            let a = a.as_string::<i32>();
-            Box::new(move |i| a.value(i).as_bytes())
-        }
-        DataType::LargeUtf8 => {
-            let a = a.as_string::<i64>();
-            Box::new(move |i| a.value(i).as_bytes())
-        }
-        DataType::Utf8View => {
-            let a = a.as_string_view();
-            Box::new(move |i| a.value(i).as_bytes())
-        }
-        DataType::Binary => {
-            let a = a.as_binary::<i32>();
-            Box::new(move |i| a.value(i))
-        }
-        DataType::LargeBinary => {
-            let a = a.as_binary::<i64>();
-            Box::new(move |i| a.value(i))
-        }
-        DataType::BinaryView => {
-            let a = a.as_binary_view();
-            Box::new(move |i| a.value(i))
-        }
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow_array::{ArrayRef, DictionaryArray, Int32Array, StringArray};
-    use arrow_schema::{Field, Schema};
+    use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::ArrowSchemaConverter;
     use parquet::file::reader::{FileReader, SerializedFileReader};
 
