@@ -19,6 +19,8 @@
 
 use crate::guard::GuardedInput;
 use crate::streamed::metadata_of;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, RowSelection};
+use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::Result as ParquetResult;
@@ -26,6 +28,22 @@ use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::serialized_reader::SerializedPageReader;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// A batch reader of row group `index` of the file `file` reads (`meta` its footer and Arrow
+/// schema), of the columns in `mask` and the rows in `selection`: its column chunks handed over
+/// by `RowGroup`. Inputs (`read`) and outputs being verified (`verify`) are read this way.
+pub fn record_reader(
+    file: GuardedInput,
+    meta: &ArrowReaderMetadata,
+    index: usize,
+    mask: ProjectionMask,
+    batch_size: usize,
+    selection: Option<RowSelection>,
+) -> ParquetResult<ParquetRecordBatchReader> {
+    let levels = parquet_to_arrow_field_levels(meta.parquet_schema(), mask, Some(meta.schema().fields()))?;
+    let row_group = RowGroup::new(file, meta.metadata().clone(), index);
+    ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, selection)
+}
 
 /// One row group of one input, for `ParquetRecordBatchReader::try_new_with_row_groups`.
 pub struct RowGroup {

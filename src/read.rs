@@ -39,7 +39,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
-use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
+use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -317,12 +317,9 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             Some(r) => ProjectionMask::roots(&descr, r.iter().copied()),
             None => ProjectionMask::all(),
         };
-        let levels =
-            parquet_to_arrow_field_levels(&descr, mask, Some(meta.schema().fields())).map_err(|e| CompactError::corrupt(path, None, e))?;
         let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
         // (its column chunks as `chunks` hands them over: a dictionary is let go at a fallback)
-        let row_group = crate::chunks::RowGroup::new(handle, meta.metadata().clone(), segment.row_group);
-        let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, skip.selection.clone())
+        let reader = crate::chunks::record_reader(handle, meta, segment.row_group, mask, batch_size, skip.selection.clone())
             .map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
         Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0, adapt: adapt_to }))

@@ -22,8 +22,8 @@ use crate::plan::{base_reader_options, Plan};
 use crate::views::{schema_with_views, view_of};
 use crate::write::{Written, WrittenFile};
 use arrow_schema::{FieldRef, Schema};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader};
-use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -172,12 +172,9 @@ fn digest_row_group(
     });
     let _codecs = memory.hold(codecs);
     let mut held = memory.hold((per_row * batch_size as f64) as usize);
-    // (its column chunks as the read stage reads them, `chunks`: ZSTD pages decompressed with
-    // the thread's one context, not a codec made per column chunk)
-    let levels = parquet_to_arrow_field_levels(meta.parquet_schema(), ProjectionMask::all(), Some(meta.schema().fields()))
-        .map_err(|e| fail(path, format!("row group {i}: {e}")))?;
-    let row_group = crate::chunks::RowGroup::new(file, meta.metadata().clone(), i);
-    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, None)
+    // (read as the read stage reads inputs, `chunks`: ZSTD pages decompressed with the
+    // thread's one context, not a codec made per column chunk)
+    let reader = crate::chunks::record_reader(file, meta, i, ProjectionMask::all(), batch_size, None)
         .map_err(|e| fail(path, format!("row group {i}: {e}")))?;
     for batch in reader {
         check_cancel(cancel)?;

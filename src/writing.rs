@@ -172,10 +172,10 @@ impl<'a, 'p> Writing<'a, 'p> {
         // Batches are a quarter of batchBytes: where they join a sort buffer (¾ batchBytes, one
         // more being spilled beside it), and where they stream, so that the blocks a batch frees
         // fit among the freed blocks the allocator keeps (`alloc`) and the next batches' values
-        // grow into them rather than into fresh pages (with halves, one input file of fat values
-        // spent a fifth to a third of the call's CPU time in the kernel). One batch is decoded while the one before
-        // is written (`read_ahead`). (Batch boundaries do not depend on `threads`, so neither
-        // do the output bytes.)
+        // grow into them rather than into fresh pages (with halves, one input file of fat
+        // values spent a fifth to a third of the call's CPU time in the kernel). One batch is
+        // decoded while the one before is written (`read_ahead`). (Batch boundaries do not
+        // depend on `threads`, so neither do the output bytes.)
         let data_limits = ReadLimits::new(opts.batch_rows, (opts.batch_bytes / 4).max(1), opts.batch_bytes);
         let partitioner = &mut self.stages.partitioner;
         let mut select = |batch: &RecordBatch| -> Result<Vec<bool>> {
