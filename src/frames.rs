@@ -214,9 +214,9 @@ thread_local! {
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// The next frame of a run file, decompressed (with the thread's decompression context);
-/// `None` at the end of the file.
-pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
+/// The next frame of a run file, decompressed (with the thread's decompression context), and
+/// the bytes of the file it took; `None` at the end of the file.
+pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<(Vec<u8>, u64)>> {
     let mut len = [0u8; 4];
     match input.read_exact(&mut len) {
         Ok(()) => {}
@@ -232,7 +232,7 @@ pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<Vec<u8
     };
     let mut frame = Vec::with_capacity(size);
     with_decompressor(|d| d.decompress_to_buffer(&compressed[..], &mut frame))?;
-    Ok(Some(frame))
+    Ok(Some((frame, 4 + compressed.len() as u64)))
 }
 
 /// `f` with the calling thread's zstd decompression context, made the first time a thread asks

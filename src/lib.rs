@@ -26,6 +26,7 @@ pub mod gather;
 pub mod group;
 pub mod guard;
 pub mod heap;
+pub mod holes;
 pub mod hybrid;
 pub mod iceberg;
 pub mod keep;

@@ -74,6 +74,8 @@ pub struct CompactReport {
     pub files_spilled: u64,
     pub bytes_spilled: u64,
     pub intermediate_merges: u64,
+    /// Intermediate merges that ran beside another (`threads` > 1).
+    pub concurrent_merges: u64,
     /// The most bytes of run files on disk at once.
     pub spill_peak_bytes: u64,
     /// The call's accounted peak memory (`memory::Accountant::peak`).
@@ -191,6 +193,7 @@ pub fn build_report(plan: Option<&Plan>, files: Vec<FileReport>, outcome: Outcom
         files_spilled: spill.runs,
         bytes_spilled: spill.bytes,
         intermediate_merges: spill.intermediate_merges,
+        concurrent_merges: spill.concurrent_merges,
         spill_peak_bytes: spill.peak_bytes,
         peak_memory_bytes,
         kept,

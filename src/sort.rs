@@ -33,6 +33,7 @@ use crate::dictionary::{has_dictionary, plain_size, size_without_dictionary_valu
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
+use crate::holes::GIVES_BACK;
 use crate::kmerge;
 use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
@@ -48,6 +49,8 @@ use std::sync::atomic::AtomicBool;
 const CHUNK_SHARE: usize = 128;
 /// The most runs one merge takes.
 const MAX_FAN_IN: usize = 256;
+/// Intermediate merges that share the final merge's room (and run at once with `threads` > 1).
+const INTERMEDIATE_MERGES: usize = 2;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
 const OUTPUT_SHARE: usize = 8;
 /// The union of the runs' dictionaries a merge gives them (`union::Union`) holds at most this
@@ -166,39 +169,83 @@ impl<'a> Sorter<'a> {
             // (what the allocators keep beside the blocks in use needs room under the bound too).
             let held = |r: &Run| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes + RUN_READ_STATE;
             let room = self.budget + crate::memory::FIXED_BYTES / 4;
-            let fan_in = (room / runs.iter().map(held).max().unwrap_or(1).max(1)).clamp(2, MAX_FAN_IN);
+            let most_held = runs.iter().map(held).max().unwrap_or(1).max(1);
+            let fan_in = (room / most_held).clamp(2, MAX_FAN_IN);
             // (a merge opens a run only when it reaches the run's first key and drops it after
             // its last row: what it holds at once is what the runs whose keys overlap hold)
             let (open, open_bytes) = most_open(&runs, held);
             if runs.len() <= fan_in || (open <= MAX_FAN_IN && open_bytes <= room) {
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
-            let (start, take) = next_merge(runs.len(), next, fan_in);
+            // Intermediate merges take half the room each, so that two can run at once (with
+            // `threads` > 1, where a merge gives back the runs it reads as it goes: `holes`)
+            // within what the final merge holds; the groups are the same for any `threads`.
+            let group_fan_in = (room / INTERMEDIATE_MERGES / most_held).clamp(2, MAX_FAN_IN);
+            let (start, take) = next_merge(runs.len(), next, group_fan_in, fan_in);
+            // The next merge of the pass, on runs after this group, when one is still needed.
+            let left = runs.len() + 1 - take;
+            let second = match next_merge(left, start + 1, group_fan_in, fan_in) {
+                (s, t) if self.parallel && GIVES_BACK && left > fan_in && s > start => Some((s, t)),
+                _ => None,
+            };
             let group: Vec<Run> = runs.drain(start..start + take).collect();
-            let mut writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
-            // (merged batches of the final merge's size — a batch costs work for every column —
-            // cut into chunks of the size the first runs have, so the merged run's readers hold
-            // no more than theirs and the fan-in of the next merge stays)
-            let chunk_bytes = self.budget / CHUNK_SHARE;
-            let (mut first, mut last) = (None, None);
-            self.merge(&group, out_bytes, |b, bytes| {
-                if first.is_none() {
-                    first = Some(self.key_of(&b, 0)?);
+            let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
+            let merged = match second {
+                None => {
+                    next = start + 1;
+                    vec![(start, self.merge_into_run(&group, writer, out_bytes)?)]
                 }
-                last = Some(self.key_of(&b, b.num_rows().saturating_sub(1))?);
-                for (rows, chunk_bytes) in chunk_rows(b.num_rows(), bytes, chunk_bytes) {
-                    writer.write(&b.slice(rows.start, rows.len()), chunk_bytes)?;
+                Some((s, t)) => {
+                    // (in `runs` as drained, the second group starts one run earlier than once
+                    // the first group's merged run takes its place)
+                    let group2: Vec<Run> = runs.drain(s - 1..s - 1 + t).collect();
+                    let writer2 = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
+                    let this = &self;
+                    let (first, second) = std::thread::scope(|scope| {
+                        let other = std::thread::Builder::new()
+                            .name("gencompact-merge".into())
+                            .spawn_scoped(scope, || this.merge_into_run(&group2, writer2, out_bytes));
+                        let first = this.merge_into_run(&group, writer, out_bytes);
+                        let second = match other {
+                            Ok(handle) => handle.join().unwrap_or_else(|_| Err(CompactError::Internal("a merge thread panicked".into()))),
+                            Err(e) => Err(CompactError::Internal(format!("starting a merge thread: {e}"))),
+                        };
+                        (first, second)
+                    });
+                    next = s + 1;
+                    vec![(s - 1, second?), (start, first?)]
                 }
-                Ok(())
-            })?;
-            drop(group);
-            writer.key_range = first.zip(last);
-            let merged = writer.finish()?;
-            self.spill.bytes_spilled += merged.bytes;
-            self.spill.intermediate_merges += 1;
-            runs.insert(start, merged);
-            next = start + 1;
+            };
+            if merged.len() > 1 {
+                self.spill.concurrent_merges += merged.len() as u64;
+            }
+            for (at, run) in merged {
+                self.spill.bytes_spilled += run.bytes;
+                self.spill.intermediate_merges += 1;
+                runs.insert(at, run);
+            }
         }
+    }
+
+    /// Merges `group` (consecutive runs) into one run written by `writer`, with the keys of its
+    /// first and last rows: merged batches of the final merge's size — a batch costs work for
+    /// every column — cut into chunks of the size the first runs have, so the merged run's
+    /// readers hold no more than theirs and the fan-in of the next merge stays.
+    fn merge_into_run(&self, group: &[Run], mut writer: RunWriter, out_bytes: usize) -> Result<Run> {
+        let chunk_bytes = self.budget / CHUNK_SHARE;
+        let (mut first, mut last) = (None, None);
+        self.merge(group, out_bytes, |b, bytes| {
+            if first.is_none() {
+                first = Some(self.key_of(&b, 0)?);
+            }
+            last = Some(self.key_of(&b, b.num_rows().saturating_sub(1))?);
+            for (rows, chunk_bytes) in chunk_rows(b.num_rows(), bytes, chunk_bytes) {
+                writer.write(&b.slice(rows.start, rows.len()), chunk_bytes)?;
+            }
+            Ok(())
+        })?;
+        writer.key_range = first.zip(last);
+        writer.finish()
     }
 
     /// How much one sort buffer holds: ¾ of `batchBytes`, so that one buffer can fill while
@@ -279,7 +326,7 @@ impl<'a> Sorter<'a> {
             // A run's reader holds its state (`RUN_READ_STATE`), its frame (of more chunks) and the
             // dictionaries its chunks share.
             let state = self.memory.hold(RUN_READ_STATE + run.held_frame_bytes + run.dictionary_bytes);
-            Ok(Spilled { reader: run.open()?, sorter: self, _state: state, run: r, union, seen: None })
+            Ok(Spilled { reader: run.open_consuming()?, sorter: self, _state: state, run: r, union, seen: None })
         };
         let limits = kmerge::Limits { batch_rows: self.batch_rows, out_bytes, measured: true };
         let empty = || RecordBatch::new_empty(self.schema.clone());
@@ -334,9 +381,9 @@ impl Drop for Sorter<'_> {
 /// consecutive runs (ties keep arrival order); a run written in this pass is not merged again
 /// before the next pass, so each row is rewritten once per pass; and no more runs are merged
 /// than needed to leave `fan_in` for the final merge (merging k runs leaves k - 1 fewer).
-fn next_merge(runs: usize, next: usize, fan_in: usize) -> (usize, usize) {
+fn next_merge(runs: usize, next: usize, group_fan_in: usize, fan_in: usize) -> (usize, usize) {
     let start = if next + 1 >= runs { 0 } else { next };
-    (start, fan_in.min(runs - start).min(runs.saturating_sub(fan_in) + 1))
+    (start, group_fan_in.min(runs - start).min(runs.saturating_sub(fan_in) + 1))
 }
 
 /// `rows` rows of `bytes` decoded bytes cut into consecutive ranges of about `chunk_bytes` each
@@ -478,14 +525,15 @@ mod tests {
         assert_eq!(chunk_rows(0, 0, 100).count(), 0);
     }
 
-    /// Runs merged as `next_merge` plans, each run a list of (original run, times rewritten),
-    /// in order; returns the runs left for the final merge.
-    fn simulate(runs: usize, fan_in: usize) -> Vec<Vec<(usize, usize)>> {
+    /// Runs merged as `next_merge` plans (groups of at most `group`, until `fan_in` are
+    /// left), each run a list of (original run, times rewritten), in order; returns the runs
+    /// left for the final merge.
+    fn simulate(runs: usize, group: usize, fan_in: usize) -> Vec<Vec<(usize, usize)>> {
         let mut runs: Vec<Vec<(usize, usize)>> = (0..runs).map(|r| vec![(r, 0)]).collect();
         let mut next = 0;
         while runs.len() > fan_in {
-            let (start, take) = next_merge(runs.len(), next, fan_in);
-            assert!(take >= 2 && start + take <= runs.len(), "{start} + {take} of {}", runs.len());
+            let (start, take) = next_merge(runs.len(), next, group, fan_in);
+            assert!(take >= 2 && take <= group && start + take <= runs.len(), "{start} + {take} of {}", runs.len());
             let merged: Vec<(usize, usize)> = runs.drain(start..start + take).flatten().map(|(r, n)| (r, n + 1)).collect();
             runs.insert(start, merged);
             next = start + 1;
@@ -495,17 +543,29 @@ mod tests {
 
     #[test]
     fn merge_passes_rewrite_each_row_once_per_pass_and_keep_arrival_order() {
-        for (runs, fan_in) in [(127, 74), (127, 44), (508, 44), (1000, 10), (40, 2), (5, 4), (3, 3)] {
-            let left = simulate(runs, fan_in);
-            assert!(left.len() <= fan_in);
-            let order: Vec<usize> = left.iter().flatten().map(|(r, _)| *r).collect();
-            assert_eq!(order, (0..runs).collect::<Vec<_>>(), "{runs} runs, fan-in {fan_in}: arrival order kept");
-            // passes before the final merge: the fewest that bring `runs` down to `fan_in`
-            let passes = (0..).find(|p| fan_in.pow(*p + 1) >= runs).unwrap_or(0) as usize;
-            let most = left.iter().flatten().map(|(_, n)| *n).max().unwrap_or(0);
-            assert!(most <= passes, "{runs} runs, fan-in {fan_in}: a row rewritten {most} times, {passes} passes");
+        for (runs, fan_in) in [(127, 74), (127, 44), (508, 44), (1000, 10), (40, 2), (5, 4), (3, 3), (513, 165), (513, 4)] {
+            for group in [fan_in, (fan_in / 2).max(2)] {
+                let left = simulate(runs, group, fan_in);
+                assert!(left.len() <= fan_in);
+                let order: Vec<usize> = left.iter().flatten().map(|(r, _)| *r).collect();
+                assert_eq!(order, (0..runs).collect::<Vec<_>>(), "{runs} runs, fan-in {fan_in}: arrival order kept");
+                // passes before the final merge: the fewest that bring `runs` down to `fan_in`
+                let passes = (0..).find(|p| fan_in * group.pow(*p) >= runs).unwrap_or(0) as usize;
+                let most = left.iter().flatten().map(|(_, n)| *n).max().unwrap_or(0);
+                assert!(most <= passes, "{runs} runs, groups of {group}, fan-in {fan_in}: a row rewritten {most} times, {passes} passes");
+                // no more rows rewritten than needed: the runs merged are as few as leave `fan_in`
+                let rewritten = left.iter().filter(|r| r.len() > 1).map(|r| r.len()).sum::<usize>();
+                let merges = left.iter().filter(|r| r.len() > 1).count();
+                assert_eq!(rewritten - merges, runs - left.len(), "{runs} runs, groups of {group}");
+                if passes == 1 {
+                    assert_eq!(left.len(), fan_in, "{runs} runs, groups of {group}: merged down to the fan-in, no further");
+                }
+            }
         }
         // 127 runs at fan-in 74: one merge of 54 runs suffices
-        assert_eq!(next_merge(127, 0, 74), (0, 54));
+        assert_eq!(next_merge(127, 0, 74, 74), (0, 54));
+        // in groups of at most 37: one of 37 and one of 18
+        assert_eq!(next_merge(127, 0, 37, 74), (0, 37));
+        assert_eq!(next_merge(91, 1, 37, 74), (1, 18));
     }
 }

@@ -30,6 +30,7 @@ use crate::dictionary::has_dictionary;
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
 use crate::frames::{next_frame, FrameWriter};
+use crate::holes::Holes;
 use crate::memory::{Accountant, Reservation};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
@@ -55,8 +56,10 @@ pub struct SpillDir {
     /// Bytes and files spilled so far (for reports and tests).
     pub bytes_spilled: u64,
     pub files_spilled: u64,
-    /// Runs that merged other runs (merge passes before the final one).
+    /// Runs that merged other runs (merge passes before the final one), and of them those
+    /// merged beside another, at once.
     pub intermediate_merges: u64,
+    pub concurrent_merges: u64,
     /// Bytes of run files on disk now, and the most at once.
     disk: Arc<DiskUse>,
     memory: Accountant,
@@ -71,6 +74,7 @@ pub struct SpillFigures {
     pub runs: u64,
     pub bytes: u64,
     pub intermediate_merges: u64,
+    pub concurrent_merges: u64,
     pub peak_bytes: u64,
 }
 
@@ -93,6 +97,7 @@ impl SpillDir {
             bytes_spilled: 0,
             files_spilled: 0,
             intermediate_merges: 0,
+            concurrent_merges: 0,
             disk: Arc::default(),
             memory: memory.clone(),
             schemas: Schemas::default(),
@@ -105,6 +110,7 @@ impl SpillDir {
             runs: self.files_spilled,
             bytes: self.bytes_spilled,
             intermediate_merges: self.intermediate_merges,
+            concurrent_merges: self.concurrent_merges,
             peak_bytes: self.peak_disk_bytes(),
         }
     }
@@ -137,7 +143,7 @@ impl SpillDir {
                 Err(e) => return Err(CompactError::io(&path, &e)),
             }
         };
-        let guard = SpillFile { path, bytes: 0, disk: self.disk.clone() };
+        let guard = SpillFile { path, bytes: Arc::default(), disk: self.disk.clone() };
         let out = BufWriter::with_capacity(IO_BUFFER, file);
         let frames = FrameWriter::new(out, chunk_bytes, background).map_err(|e| CompactError::io(&guard.path, &e))?;
         let writer =
@@ -173,16 +179,25 @@ pub const RUN_READ_STATE: usize = 4 << 10;
 /// A spill file, removed when dropped.
 struct SpillFile {
     path: PathBuf,
-    /// Its size once finished, counted in `disk` until it is removed.
-    bytes: u64,
+    /// Its size once finished, less what a merge reading it has given back (`holes`):
+    /// counted in `disk` until it is removed.
+    bytes: Arc<AtomicU64>,
     disk: Arc<DiskUse>,
 }
 
 impl Drop for SpillFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-        self.disk.now.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.disk.now.fetch_sub(self.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
+}
+
+/// What the merge consuming a run gives back of its file as it reads (`holes`), and the
+/// counts of disk in use that go down with it: the file's and the call's.
+struct GiveBack {
+    holes: Holes,
+    left: Arc<AtomicU64>,
+    disk: Arc<DiskUse>,
 }
 
 pub struct RunWriter {
@@ -226,7 +241,7 @@ impl RunWriter {
         let (out, max_frame_bytes, held_frame_bytes) = frames.finish().map_err(|e| CompactError::io(&self.file.path, &e))?;
         let file = out.into_inner().map_err(|e| CompactError::io(&self.file.path, e.error()))?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-        self.file.bytes = bytes;
+        self.file.bytes.store(bytes, Ordering::Relaxed);
         let now = self.file.disk.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.file.disk.peak.fetch_max(now, Ordering::Relaxed);
         Ok(Run {
@@ -275,8 +290,22 @@ pub struct Run {
 impl Run {
     pub fn open(&self) -> Result<RunReader> {
         let file = File::open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        Ok(RunReader {
+        Ok(self.reader(file, None))
+    }
+
+    /// Opens the run for the merge that reads it once, to its end, and then drops it: what it
+    /// has read is given back to the file system as it goes (`holes`). Nothing reads the run
+    /// after that reader.
+    pub fn open_consuming(&self) -> Result<RunReader> {
+        let file = OpenOptions::new().read(true).write(true).open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
+        let give_back = GiveBack { holes: Holes::default(), left: self.file.bytes.clone(), disk: self.file.disk.clone() };
+        Ok(self.reader(file, Some(give_back)))
+    }
+
+    fn reader(&self, file: File, give_back: Option<GiveBack>) -> RunReader {
+        RunReader {
             input: file,
+            give_back,
             schemas: self.schemas.clone(),
             schema: None,
             dictionaries: HashMap::new(),
@@ -284,7 +313,7 @@ impl Run {
             path: self.file.path.clone(),
             rows: self.rows,
             read: 0,
-        })
+        }
     }
 }
 
@@ -294,6 +323,8 @@ impl Run {
 /// holds whole messages.
 pub struct RunReader {
     input: File,
+    /// The merge consuming the run gives back what it has read (`Run::open_consuming`).
+    give_back: Option<GiveBack>,
     schemas: Schemas,
     /// The stream's schema, once its message is read.
     schema: Option<SchemaRef>,
@@ -341,7 +372,14 @@ impl RunReader {
         loop {
             if self.frame.is_empty() {
                 match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
-                    Some(frame) => self.frame = Buffer::from_vec(frame),
+                    Some((frame, bytes)) => {
+                        self.frame = Buffer::from_vec(frame);
+                        if let Some(g) = &mut self.give_back {
+                            let n = g.holes.read(&self.input, bytes);
+                            g.left.fetch_sub(n, Ordering::Relaxed);
+                            g.disk.now.fetch_sub(n, Ordering::Relaxed);
+                        }
+                    }
                     None if self.read == self.rows => return Ok(None),
                     None => {
                         return Err(CompactError::io_msg(
@@ -436,6 +474,61 @@ mod tests {
         assert!(memory.used() >= 400_000, "{}", memory.used());
         drop(run);
         assert_eq!(memory.used(), 0);
+        drop(spill);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_consuming_reader_gives_back_what_it_has_read_and_the_disk_count_follows() {
+        let dir = std::env::temp_dir().join(format!("gencompact-spill-give-{}", std::process::id()));
+        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+        let memory = Accountant::new(usize::MAX);
+        let mut spill = SpillDir::new(&dir, "g", &memory);
+        // 40 chunks of 64 KB that zstd cannot shrink: a frame each
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let chunks: Vec<RecordBatch> = (0..40)
+            .map(|_| {
+                let v: String = (0..64_000)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        char::from(b'!' + (x % 90) as u8)
+                    })
+                    .collect();
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![v]))]).unwrap()
+            })
+            .collect();
+        let mut w = spill.create(&schema, 64_000, false).unwrap();
+        for c in &chunks {
+            w.write(c, 64_000).unwrap();
+        }
+        let run = w.finish().unwrap();
+        let written = spill.disk.now.load(Ordering::Relaxed);
+        assert!(written > 40 * 50_000 && written == run.bytes, "{written} {}", run.bytes);
+        // a reader that does not consume the run gives nothing back
+        let mut r = run.open().unwrap();
+        while r.next_chunk().unwrap().is_some() {}
+        assert_eq!(spill.disk.now.load(Ordering::Relaxed), written);
+        let mut r = run.open_consuming().unwrap();
+        for c in chunks.iter().take(20) {
+            assert_eq!(r.next_chunk().unwrap().as_ref(), Some(c));
+        }
+        let half = spill.disk.now.load(Ordering::Relaxed);
+        let given = if crate::holes::GIVES_BACK { written / 2 - (64 << 10) } else { 0 };
+        assert!(written - half >= given, "{written} -> {half}");
+        let mut back = 20;
+        while let Some(c) = r.next_chunk().unwrap() {
+            assert_eq!(c, chunks[back]);
+            back += 1;
+        }
+        assert_eq!(back, 40);
+        let left = spill.disk.now.load(Ordering::Relaxed);
+        assert!(left <= if crate::holes::GIVES_BACK { 64 << 10 } else { written }, "{written} -> {left}");
+        assert_eq!(spill.figures().peak_bytes, written);
+        drop(r);
+        drop(run);
+        assert_eq!(spill.disk.now.load(Ordering::Relaxed), 0, "what was not given back is counted off when the run goes");
         drop(spill);
         let _ = std::fs::remove_dir_all(&dir);
     }

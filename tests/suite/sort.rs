@@ -189,6 +189,42 @@ fn runs_whose_keys_do_not_overlap_merge_in_one_pass_however_many_there_are() {
 }
 
 #[test]
+fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time_writes() {
+    // ~1,000 runs that all overlap: merge passes before the final merge. With `threads` 2 they
+    // run two at once, each giving back the runs it reads (Linux), with `threads` 1 one at a
+    // time: the same files, byte for byte.
+    let s = Scratch::new("sort-two-merges");
+    let files = unsorted_inputs(s.path(), 6, 2700);
+    let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
+    all.sort_by(expected_order);
+    let mut outputs = Vec::new();
+    for threads in [1, 2] {
+        let out = s.path().join(format!("t{threads}"));
+        let mut o = opts(&out);
+        o.batch_bytes = 4 << 10;
+        o.threads = threads;
+        o.sort_by = Some(sort_keys());
+        let r = run(&files, &o).unwrap();
+        assert!(r.intermediate_merges >= 3, "threads {threads}: {} runs, {} merges", r.files_spilled, r.intermediate_merges);
+        if threads > 1 && gencompact::holes::GIVES_BACK {
+            assert!(
+                r.concurrent_merges >= 2 && r.concurrent_merges <= r.intermediate_merges,
+                "{} of {}",
+                r.concurrent_merges,
+                r.intermediate_merges
+            );
+        } else {
+            assert_eq!(r.concurrent_merges, 0, "threads {threads}");
+        }
+        assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
+        let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
+        assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
+        outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
+    }
+    assert!(outputs[0] == outputs[1], "the same files for threads 1 and 2");
+}
+
+#[test]
 fn each_tuple_is_sorted_on_its_own_with_call_wide_dedupe_first_occurrences() {
     let s = Scratch::new("sort-part");
     let files = unsorted_inputs(s.path(), 4, 300);
