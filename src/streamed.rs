@@ -180,6 +180,12 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
     if codec == Compression::UNCOMPRESSED && prefix.is_empty() {
         return Ok(data);
     }
+    if let (Compression::ZSTD(_), true) = (codec, prefix.is_empty()) {
+        // (decompressed into the buffer as allocated: nothing to zero first)
+        let mut out = Vec::with_capacity(declared);
+        zstd_page(&data, &mut out, declared)?;
+        return Ok(Bytes::from(out));
+    }
     let len = prefix.len() + declared;
     let mut out = Vec::with_capacity(len);
     out.extend_from_slice(prefix);
@@ -194,13 +200,7 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
             }
             snap::raw::Decoder::new().decompress(&data, values).map_err(|e| general(format!("snappy page: {e}")))?;
         }
-        Compression::ZSTD(_) => {
-            let n = crate::frames::with_decompressor(|d| d.decompress_to_buffer(&data[..], values))
-                .map_err(io("page decompresses to more bytes than its header declares, or is damaged"))?;
-            if n != declared {
-                return Err(general(format!("page decompresses to {n} bytes, its header declares {declared}")));
-            }
-        }
+        Compression::ZSTD(_) => zstd_page(&data, values, declared)?,
         _ => {
             let mut input = decoder(codec, data)?;
             input.read_exact(values).map_err(io("page decompresses to fewer bytes than its header declares"))?;
@@ -210,6 +210,16 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
         }
     }
     Ok(Bytes::from(out))
+}
+
+/// A ZSTD page decompressed into `out`, which it must fill: `declared` bytes.
+fn zstd_page<C: zstd::zstd_safe::WriteBuf + ?Sized>(data: &[u8], out: &mut C, declared: usize) -> Result<()> {
+    let n = crate::frames::with_decompressor(|d| d.decompress_to_buffer(data, out))
+        .map_err(io("page decompresses to more bytes than its header declares, or is damaged"))?;
+    if n != declared {
+        return Err(general(format!("page decompresses to {n} bytes, its header declares {declared}")));
+    }
+    Ok(())
 }
 
 /// A V1 page's definition levels, read from the front of its stream: their length, then them.
