@@ -189,7 +189,9 @@ impl<'a> Sorter<'a> {
                 _ => None,
             };
             let group: Vec<Run> = runs.drain(start..start + take).collect();
-            let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
+            // (a merge beside another compresses its run itself: the two keep the cores busy)
+            let background = self.parallel && second.is_none();
+            let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, background)?;
             let merged = match second {
                 None => {
                     next = start + 1;
@@ -199,7 +201,7 @@ impl<'a> Sorter<'a> {
                     // (in `runs` as drained, the second group starts one run earlier than once
                     // the first group's merged run takes its place)
                     let group2: Vec<Run> = runs.drain(s - 1..s - 1 + t).collect();
-                    let writer2 = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, self.parallel)?;
+                    let writer2 = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, false)?;
                     let this = &self;
                     let (first, second) = std::thread::scope(|scope| {
                         let other = std::thread::Builder::new()
