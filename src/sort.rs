@@ -11,11 +11,13 @@
 //! runs' key ranges (`kmerge::most_open`): runs of inputs that come in time slices overlap
 //! little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
 //! and a quarter of the fixed allowance, groups of consecutive runs are merged first, in as
-//! few passes as needed (`next_merge`: each row is rewritten once per pass). A merge gives the
-//! runs' dictionaries one union (`union::Union`, built run by run before the merge opens any).
-//! Ties keep arrival order (the sort
-//! is stable and the merge prefers the earlier run), so the output is deterministic, and the
-//! same for any `threads`: buffer and chunk sizes do not depend on it.
+//! few passes as needed (`next_merge`: each row is rewritten once per pass), each group within
+//! half that room, so that with `threads` > 1 two merge at once (where a merge gives back the
+//! runs it reads as it goes, `holes`: the temporary disk stays what one merge at a time needs).
+//! A merge gives the runs' dictionaries one union (`union::Union`, built run by run before the
+//! merge opens any). Ties keep arrival order (the sort is stable and the merge prefers the
+//! earlier run), so the output is deterministic, and the same for any `threads`: buffer and
+//! chunk sizes do not depend on it.
 //!
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
 //! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
@@ -25,7 +27,10 @@
 //! from (compressed), the union of the runs' dictionaries (at most
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
-//! writer's open row group comes on top (see `write`).
+//! writer's open row group comes on top (see `write`). Two intermediate merges at once hold
+//! half those runs each, and an output batch and a run writer each: one batch and writer more
+//! than one merge, where the final merge's writer will hold its row group (no output file is
+//! open yet).
 
 use crate::batch::Batch;
 use crate::budget::{decoded_size, held_bytes};

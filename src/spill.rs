@@ -11,9 +11,11 @@
 //! frame with them. So a run being merged holds little beside its chunk — its dictionaries, and
 //! where a frame holds more chunks (small ones) that frame — and a merge can take as many runs
 //! as those allow (`sort`).
-//! Files are created exclusively. A run file is removed when its `Run` is dropped — after it has
-//! been merged, or when the call fails, aborts or panics — and a directory created for `tmpDir`
-//! is removed again (when empty) with the `SpillDir`.
+//! Files are created exclusively. The merge that consumes a run gives back the part of its file
+//! it has read as it goes (`Run::open_consuming`, `holes`), and the disk counted for the call
+//! goes down with it. A run file is removed when its `Run` is dropped — after it has been
+//! merged, or when the call fails, aborts or panics — and a directory created for `tmpDir` is
+//! removed again (when empty) with the `SpillDir`.
 //!
 //! The frames are written and read by `frames`; a run an intermediate merge writes (with
 //! `threads` > 1) is compressed and written on a thread of its own while the merge goes on.
