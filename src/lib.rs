@@ -46,6 +46,7 @@ pub mod order;
 pub mod plan;
 pub mod planning;
 pub mod read;
+pub mod readback;
 pub mod report;
 pub mod route;
 pub mod sizing;

@@ -31,17 +31,15 @@
 use crate::dictionary::has_dictionary;
 use crate::dirs::CreatedDirs;
 use crate::error::{CompactError, Result};
-use crate::frames::{next_frame, FrameWriter};
+use crate::frames::FrameWriter;
 use crate::holes::Holes;
 use crate::memory::{Accountant, Reservation};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_buffer::Buffer;
-use arrow_ipc::reader::{read_dictionary, read_record_batch};
+pub use crate::readback::RunReader;
+use crate::readback::{ipc_error, GiveBack, Schemas};
+use arrow_array::RecordBatch;
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
-use arrow_ipc::MessageHeader;
 use arrow_row::OwnedRow;
-use arrow_schema::{ArrowError, SchemaRef};
-use std::collections::HashMap;
+use arrow_schema::SchemaRef;
 use std::fs::{File, OpenOptions};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -194,14 +192,6 @@ impl Drop for SpillFile {
     }
 }
 
-/// What the merge consuming a run gives back of its file as it reads (`holes`), and the
-/// counts of disk in use that go down with it: the file's and the call's.
-struct GiveBack {
-    holes: Holes,
-    left: Arc<AtomicU64>,
-    disk: Arc<DiskUse>,
-}
-
 pub struct RunWriter {
     file: SpillFile,
     writer: StreamWriter<FrameWriter>,
@@ -300,156 +290,16 @@ impl Run {
     /// after that reader.
     pub fn open_consuming(&self) -> Result<RunReader> {
         let file = OpenOptions::new().read(true).write(true).open(&self.file.path).map_err(|e| CompactError::io(&self.file.path, &e))?;
-        let give_back = GiveBack { holes: Holes::default(), left: self.file.bytes.clone(), disk: self.file.disk.clone() };
-        Ok(self.reader(file, Some(give_back)))
+        let (left, disk) = (self.file.bytes.clone(), self.file.disk.clone());
+        let given = move |n: u64| {
+            left.fetch_sub(n, Ordering::Relaxed);
+            disk.now.fetch_sub(n, Ordering::Relaxed);
+        };
+        Ok(self.reader(file, Some(GiveBack { holes: Holes::default(), given: Box::new(given) })))
     }
 
     fn reader(&self, file: File, give_back: Option<GiveBack>) -> RunReader {
-        RunReader {
-            input: file,
-            give_back,
-            schemas: self.schemas.clone(),
-            schema: None,
-            dictionaries: HashMap::new(),
-            frame: Buffer::from_vec(Vec::<u8>::new()),
-            path: self.file.path.clone(),
-            rows: self.rows,
-            read: 0,
-        }
-    }
-}
-
-/// Reads a run's chunks back: the IPC stream's messages (its schema decoded once for all the
-/// call's runs, `Schemas`), the dictionaries as they come. A chunk's arrays are slices of the
-/// frame it was decoded from (no copy): the frame lives as long as a chunk of it does. A frame
-/// holds whole messages.
-pub struct RunReader {
-    input: File,
-    /// The merge consuming the run gives back what it has read (`Run::open_consuming`).
-    give_back: Option<GiveBack>,
-    schemas: Schemas,
-    /// The stream's schema, once its message is read.
-    schema: Option<SchemaRef>,
-    /// The dictionaries sent so far, by id.
-    dictionaries: HashMap<i64, ArrayRef>,
-    /// What is left of the current frame.
-    frame: Buffer,
-    path: PathBuf,
-    /// The rows the run was written with, and read so far: a run file that ends early (cut
-    /// at a frame) is an error, not a shorter run.
-    rows: u64,
-    read: u64,
-}
-
-/// The schema of a call's runs as their readers decode it (with the ids of the dictionaries
-/// the stream sends), decoded once for all the runs whose schema message is the same bytes: a
-/// merge reads a hundred runs or more, and a wide schema decoded costs tens of KB.
-#[derive(Default, Clone)]
-struct Schemas(Arc<std::sync::Mutex<Option<Decoded>>>);
-
-/// A schema message's bytes and the schema it sends.
-type Decoded = (Vec<u8>, SchemaRef);
-
-impl Schemas {
-    /// The schema the message `meta` (whose header is `fb`) sends.
-    fn decode(&self, meta: &[u8], fb: arrow_ipc::Schema) -> std::result::Result<SchemaRef, ArrowError> {
-        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((bytes, schema)) = known.as_ref() {
-            if bytes.as_slice() == meta {
-                return Ok(schema.clone());
-            }
-        }
-        let schema = Arc::new(arrow_ipc::convert::try_fb_to_schema(fb)?);
-        *known = Some((meta.to_vec(), schema.clone()));
-        Ok(schema)
-    }
-}
-
-/// The IPC stream's continuation marker, before each message's length.
-const CONTINUATION: u32 = 0xFFFF_FFFF;
-
-impl RunReader {
-    /// The run's next chunk, `None` at its end.
-    pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
-        loop {
-            if self.frame.is_empty() {
-                match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
-                    Some((frame, bytes)) => {
-                        self.frame = Buffer::from_vec(frame);
-                        if let Some(g) = &mut self.give_back {
-                            let n = g.holes.read(&self.input, bytes);
-                            g.left.fetch_sub(n, Ordering::Relaxed);
-                            g.disk.now.fetch_sub(n, Ordering::Relaxed);
-                        }
-                    }
-                    None if self.read == self.rows => return Ok(None),
-                    None => {
-                        return Err(CompactError::io_msg(
-                            &self.path,
-                            format!("spill file ends after {} of its {} rows", self.read, self.rows),
-                        ))
-                    }
-                }
-            }
-            // (the chunk of no rows that sends the run's dictionaries is not one)
-            if let Some(chunk) = self.next_message()?.filter(|c| c.num_rows() > 0) {
-                self.read += chunk.num_rows() as u64;
-                return Ok(Some(chunk));
-            }
-        }
-    }
-
-    /// Decodes the next message of the current frame: a chunk, or else (a schema, a dictionary,
-    /// the end of the stream) `None`.
-    fn next_message(&mut self) -> Result<Option<RecordBatch>> {
-        let frame = self.frame.clone();
-        let damaged = |what: &str| CompactError::io_msg(&self.path, format!("spill file: {what}"));
-        let word = |at: usize| frame.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        let (len, at) = match word(0) {
-            Some(CONTINUATION) => (word(4), 8),
-            other => (other, 4),
-        };
-        let len = len.ok_or_else(|| damaged("a message cut short"))? as usize;
-        if len == 0 {
-            // the end of the stream
-            self.frame = Buffer::from_vec(Vec::<u8>::new());
-            return Ok(None);
-        }
-        let meta = frame.get(at..at + len).ok_or_else(|| damaged("a message cut short"))?;
-        let message = arrow_ipc::root_as_message(meta).map_err(|e| damaged(&format!("a damaged message: {e}")))?;
-        let body_len = usize::try_from(message.bodyLength()).map_err(|_| damaged("a message of negative length"))?;
-        let end = (at + len).checked_add(body_len).filter(|end| *end <= frame.len()).ok_or_else(|| damaged("a message cut short"))?;
-        let body = frame.slice_with_length(at + len, body_len);
-        let version = message.version();
-        let schema = || self.schema.clone().ok_or_else(|| damaged("a message before the schema"));
-        let chunk = match message.header_type() {
-            MessageHeader::NONE => None,
-            MessageHeader::Schema => {
-                let fb = message.header_as_schema().ok_or_else(|| damaged("a damaged schema"))?;
-                self.schema = Some(self.schemas.decode(meta, fb).map_err(|e| ipc_error(&self.path, e))?);
-                None
-            }
-            MessageHeader::DictionaryBatch => {
-                let batch = message.header_as_dictionary_batch().ok_or_else(|| damaged("a damaged dictionary"))?;
-                read_dictionary(&body, batch, schema()?.as_ref(), &mut self.dictionaries, &version)
-                    .map_err(|e| ipc_error(&self.path, e))?;
-                None
-            }
-            MessageHeader::RecordBatch => {
-                let batch = message.header_as_record_batch().ok_or_else(|| damaged("a damaged chunk"))?;
-                Some(read_record_batch(&body, batch, schema()?, &self.dictionaries, None, &version).map_err(|e| ipc_error(&self.path, e))?)
-            }
-            other => return Err(damaged(&format!("an unexpected message ({other:?})"))),
-        };
-        self.frame = frame.slice(end);
-        Ok(chunk)
-    }
-}
-
-fn ipc_error(path: &Path, e: ArrowError) -> CompactError {
-    match e {
-        ArrowError::IoError(_, io) => CompactError::io(path, &io),
-        other => CompactError::io_msg(path, format!("spill file: {other}")),
+        RunReader::new(file, give_back, self.schemas.clone(), self.file.path.clone(), self.rows)
     }
 }
 
