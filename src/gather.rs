@@ -222,9 +222,14 @@ fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Resul
     match &data_type {
         DataType::Dictionary(..) => {
             let dictionaries: Vec<_> = arrays.iter().filter_map(|a| a.as_any_dictionary_opt()).collect();
-            let values = dictionaries.first().map(|d| d.values().to_data());
+            // (chunks remapped to a merge's union hold the same values array: compared first by
+            // the pointer, without building its data)
+            let first = dictionaries.first().map(|d| d.values());
+            let values = first.map(|v| v.to_data());
             let shared = dictionaries.len() == arrays.len()
-                && values.as_ref().is_some_and(|v| dictionaries.iter().all(|d| d.values().to_data().ptr_eq(v)));
+                && first.zip(values.as_ref()).is_some_and(|(first, v)| {
+                    dictionaries.iter().all(|d| std::sync::Arc::ptr_eq(d.values(), first) || d.values().to_data().ptr_eq(v))
+                });
             match (shared, values) {
                 (true, Some(values)) => {
                     let keys: Vec<&dyn Array> = dictionaries.iter().map(|d| d.keys() as &dyn Array).collect();
