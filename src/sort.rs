@@ -28,7 +28,7 @@
 //! batchBytes / 8), the rows picked for the next output batch (at most `batchBytes / 8`, plus
 //! chunks already consumed but still referenced), and the keys of the chunks held. The
 //! writer's open row group comes on top (see `write`). Two intermediate merges at once hold
-//! half those runs each, and an output batch and a run writer each: one batch and writer more
+//! half those runs each, and an output batch, a union and a run writer each: one of each more
 //! than one merge, where the final merge's writer will hold its row group (no output file is
 //! open yet).
 

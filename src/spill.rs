@@ -17,8 +17,9 @@
 //! merged, or when the call fails, aborts or panics — and a directory created for `tmpDir` is
 //! removed again (when empty) with the `SpillDir`.
 //!
-//! The frames are written and read by `frames`; a run an intermediate merge writes (with
-//! `threads` > 1) is compressed and written on a thread of its own while the merge goes on.
+//! The frames are written and read by `frames`, and read back as chunks by `readback`; a run
+//! an intermediate merge writes alone (with `threads` > 1) is compressed and written on a
+//! thread of its own while the merge goes on.
 //!
 //! Memory: a finished run holds the sort keys of its first and last rows; a run being written
 //! holds its frames' bytes (`frames`, accounted as they grow), the
