@@ -5,11 +5,13 @@
 //! what lets intermediate merges run two at once (`sort`) within the disk one at a time needs.
 //! Linux only (`fallocate` with `FALLOC_FL_PUNCH_HOLE`, which ext4, XFS, btrfs and tmpfs
 //! support); elsewhere, and on a file system that cannot punch holes, a run file keeps its
-//! blocks until it is removed (`GIVES_BACK`).
+//! blocks until it is removed (`gives_back` tells which, for the spill directory).
 //!
 //! Memory: two counters per run being read.
 
 use std::fs::File;
+use std::io::Write;
+use std::path::Path;
 
 /// Holes are punched once this many more bytes have been read (a merge reads a hundred runs or
 /// more at once: what each has read but not given back is on disk beside the merge's output).
@@ -17,8 +19,21 @@ const STEP: u64 = 64 << 10;
 /// Holes are punched in whole blocks of this many bytes.
 const BLOCK: u64 = 4096;
 
-/// Whether a merge gives back the run files it reads as it goes.
-pub const GIVES_BACK: bool = cfg!(target_os = "linux");
+/// Whether a merge gives back the run files it reads as it goes in `dir`: whether a hole can
+/// be punched in a small file written there (and removed again).
+pub fn gives_back(dir: &Path) -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!(".gencompact-{}-{n}-holes.tmp", std::process::id()));
+    let Ok(mut file) = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path) else { return false };
+    let punched = file.write_all(&[1u8; 2 * BLOCK as usize]).is_ok() && punch_hole(&file, 0, BLOCK);
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    punched
+}
 
 /// Bytes read from the start of a run file, and given back.
 #[derive(Default)]
@@ -60,8 +75,19 @@ fn punch_hole(_file: &File, _offset: u64, _len: u64) -> bool {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
+    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_directory_where_no_probe_can_be_written_gives_nothing_back_and_a_probe_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("gencompact-holes-probe-{}", std::process::id()));
+        assert!(!gives_back(&dir.join("missing")));
+        std::fs::create_dir_all(&dir).unwrap();
+        // (ext4, XFS, btrfs and tmpfs punch holes: what the temporary directory is here)
+        let supported = gives_back(&dir);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the probe file is removed (supported: {supported})");
+        std::fs::remove_dir(&dir).unwrap();
+    }
 
     #[test]
     fn what_has_been_read_is_given_back_in_steps_and_the_rest_stays() {
@@ -72,6 +98,14 @@ mod tests {
         f.sync_all().unwrap();
         let blocks = |f: &File| f.metadata().unwrap().blocks() * 512;
         let full = blocks(&f);
+        if !gives_back(&std::env::temp_dir()) {
+            // a file system that cannot punch holes: nothing is counted as given back
+            let mut holes = Holes::default();
+            assert_eq!(holes.read(&f, 1 << 20), 0);
+            assert_eq!(blocks(&f), full);
+            std::fs::remove_file(&path).unwrap();
+            return;
+        }
         assert!(full >= 1 << 20, "{full}");
         let mut input = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
         let mut holes = Holes::default();

@@ -38,7 +38,6 @@ use crate::dictionary::{has_dictionary, plain_size, size_without_dictionary_valu
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
-use crate::holes::GIVES_BACK;
 use crate::kmerge;
 use crate::memory::{Accountant, Reservation};
 use crate::options::SortKey;
@@ -190,7 +189,7 @@ impl<'a> Sorter<'a> {
             // The next merge of the pass, on runs after this group, when one is still needed.
             let left = runs.len() + 1 - take;
             let second = match next_merge(left, start + 1, group_fan_in, fan_in) {
-                (s, t) if self.parallel && GIVES_BACK && left > fan_in && s > start => Some((s, t)),
+                (s, t) if self.parallel && left > fan_in && s > start && self.spill.gives_back() => Some((s, t)),
                 _ => None,
             };
             let group: Vec<Run> = runs.drain(start..start + take).collect();
