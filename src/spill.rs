@@ -323,11 +323,16 @@ mod tests {
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 
+    /// A scratch directory `gencompact-spill-<name>-<pid>`, the schema of one string column
+    /// `s`, and an accountant without a limit.
+    fn one_string_column(name: &str) -> (PathBuf, SchemaRef, Accountant) {
+        let dir = std::env::temp_dir().join(format!("gencompact-spill-{name}-{}", std::process::id()));
+        (dir, Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)])), Accountant::new(usize::MAX))
+    }
+
     #[test]
     fn a_runs_key_range_is_accounted_while_the_run_lives() {
-        let dir = std::env::temp_dir().join(format!("gencompact-spill-keys-{}", std::process::id()));
-        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
-        let memory = Accountant::new(usize::MAX);
+        let (dir, schema, memory) = one_string_column("keys");
         let mut spill = SpillDir::new(&dir, "k", &memory);
         let mut w = spill.create(&schema, 1 << 20, false).unwrap();
         w.write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec!["a"]))]).unwrap(), 0).unwrap();
@@ -346,9 +351,7 @@ mod tests {
 
     #[test]
     fn a_consuming_reader_gives_back_what_it_has_read_and_the_disk_count_follows() {
-        let dir = std::env::temp_dir().join(format!("gencompact-spill-give-{}", std::process::id()));
-        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
-        let memory = Accountant::new(usize::MAX);
+        let (dir, schema, memory) = one_string_column("give");
         let mut spill = SpillDir::new(&dir, "g", &memory);
         // 40 chunks of 64 KB that zstd cannot shrink: a frame each
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -506,12 +509,10 @@ mod tests {
 
     #[test]
     fn a_damaged_run_file_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("gencompact-spill-damaged-{}", std::process::id()));
-        let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+        let (dir, schema, memory) = one_string_column("damaged");
         let chunk =
             RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from_iter_values((0..2000).map(|i| format!("row {i}"))))])
                 .unwrap();
-        let memory = Accountant::new(usize::MAX);
         let mut spill = SpillDir::new(&dir, "d", &memory);
         let read_all = |run: &Run| -> Result<usize> {
             let mut r = run.open()?;
