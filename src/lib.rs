@@ -53,6 +53,7 @@ pub mod sizing;
 pub mod snappy;
 pub mod sort;
 pub mod spill;
+pub mod squeeze;
 pub mod streamed;
 pub mod testhooks;
 pub mod thrift;

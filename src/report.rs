@@ -76,6 +76,8 @@ pub struct CompactReport {
     pub intermediate_merges: u64,
     /// Intermediate merges that ran beside another (`threads` > 1).
     pub concurrent_merges: u64,
+    /// Runs spilled from sort buffers that held fat values squeezed (`squeeze`).
+    pub squeezed_runs: u64,
     /// The most bytes of run files on disk at once.
     pub spill_peak_bytes: u64,
     /// The call's accounted peak memory (`memory::Accountant::peak`).
@@ -194,6 +196,7 @@ pub fn build_report(plan: Option<&Plan>, files: Vec<FileReport>, outcome: Outcom
         bytes_spilled: spill.bytes,
         intermediate_merges: spill.intermediate_merges,
         concurrent_merges: spill.concurrent_merges,
+        squeezed_runs: spill.squeezed_runs,
         spill_peak_bytes: spill.peak_bytes,
         peak_memory_bytes,
         kept,

@@ -61,6 +61,8 @@ pub struct SpillDir {
     /// merged beside another, at once.
     pub intermediate_merges: u64,
     pub concurrent_merges: u64,
+    /// Runs spilled from buffers that held fat values squeezed (`squeeze`).
+    pub squeezed_runs: u64,
     /// Bytes of run files on disk now, and the most at once.
     disk: Arc<DiskUse>,
     memory: Accountant,
@@ -78,6 +80,7 @@ pub struct SpillFigures {
     pub bytes: u64,
     pub intermediate_merges: u64,
     pub concurrent_merges: u64,
+    pub squeezed_runs: u64,
     pub peak_bytes: u64,
 }
 
@@ -101,6 +104,7 @@ impl SpillDir {
             files_spilled: 0,
             intermediate_merges: 0,
             concurrent_merges: 0,
+            squeezed_runs: 0,
             disk: Arc::default(),
             memory: memory.clone(),
             schemas: Schemas::default(),
@@ -115,6 +119,7 @@ impl SpillDir {
             bytes: self.bytes_spilled,
             intermediate_merges: self.intermediate_merges,
             concurrent_merges: self.concurrent_merges,
+            squeezed_runs: self.squeezed_runs,
             peak_bytes: self.peak_disk_bytes(),
         }
     }

@@ -162,6 +162,7 @@ impl<'a, 'p> Writing<'a, 'p> {
                 keys,
                 opts.batch_bytes,
                 opts.batch_rows,
+                g.input_bytes,
                 opts.threads > 1,
                 self.spill,
                 cancel,

@@ -42,6 +42,11 @@ fn unsorted_inputs(dir: &Path, files: usize, rows: usize) -> Vec<String> {
 /// `cluster` > 0: the files come in time slices, each in no order within (as a day's ingest
 /// flushes do).
 fn inputs(dir: &Path, files: usize, rows: usize, cluster: i64) -> Vec<String> {
+    inputs_with(dir, files, rows, cluster, |seed| noise(seed, 200))
+}
+
+/// As `inputs`, with each row's `body` (when not null) made by `body` from its `seq`.
+fn inputs_with(dir: &Path, files: usize, rows: usize, cluster: i64, body: impl Fn(u64) -> String) -> Vec<String> {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
     let mut next = || {
         x ^= x << 13;
@@ -62,7 +67,7 @@ fn inputs(dir: &Path, files: usize, rows: usize, cluster: i64) -> Vec<String> {
                 ),
                 Arc::new(Int32Array::from_iter(vals.iter().map(|v| v.1))),
                 Arc::new(StringArray::from_iter_values(vals.iter().map(|v| format!("t{}", v.2)))),
-                Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 4 != 1).then(|| noise((f * rows + r) as u64, 200))))),
+                Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 4 != 1).then(|| body((f * rows + r) as u64))))),
             ];
             let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), sort_schema(), None).unwrap();
             w.write(&RecordBatch::try_new(sort_schema(), cols).unwrap()).unwrap();
@@ -222,6 +227,40 @@ fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time
         outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
     }
     assert!(outputs[0] == outputs[1], "the same files for threads 1 and 2");
+}
+
+#[test]
+fn a_partition_of_far_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_writes_what_one_thread_writes() {
+    // Rows of ~5.6 KB of text each its own, sorted with a 4 KiB batchBytes: a run per row, far
+    // more than a final merge takes, unless the sort buffers hold the text squeezed — from the
+    // first spill on, the partition's projected size says. The same rows, sorted, with their
+    // text (`verify` digests every column), and the same files for `threads` 1 and 2.
+    let s = Scratch::new("sort-squeeze");
+    let fat = |seed: u64| format!("{} {}", noise(seed, 300), "the conversation so far ".repeat(220));
+    let files = inputs_with(s.path(), 4, 250, 0, fat);
+    let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
+    all.sort_by(expected_order);
+    let mut outputs = Vec::new();
+    for threads in [1, 2] {
+        let out = s.path().join(format!("t{threads}"));
+        let mut o = opts(&out);
+        o.batch_bytes = 4 << 10;
+        o.threads = threads;
+        o.sort_by = Some(sort_keys());
+        let r = run(&files, &o).unwrap();
+        assert!(r.squeezed_runs > 0 && r.files_spilled < 500, "threads {threads}: {} runs, {} squeezed", r.files_spilled, r.squeezed_runs);
+        assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
+        let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
+        assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
+        outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
+    }
+    assert!(outputs[0] == outputs[1], "the same files for threads 1 and 2");
+    // where the runs fit one merge, nothing is squeezed
+    let mut o = opts(&s.path().join("fits"));
+    o.batch_bytes = 1 << 20;
+    o.sort_by = Some(sort_keys());
+    let r = run(&files, &o).unwrap();
+    assert!(r.files_spilled > 1 && r.squeezed_runs == 0, "{} runs, {} squeezed", r.files_spilled, r.squeezed_runs);
 }
 
 #[test]

@@ -1,0 +1,283 @@
+//! Squeeze: a sort buffer that holds its fat values compressed. Once a sort has spilled half
+//! the runs its final merge can take (`sort`), each value of a fat byte column (a string or
+//! binary column whose values are large, such as a conversation history per message) of the
+//! batches it buffers is kept as an LZ4 block of its own (its size in front, `u32`
+//! little-endian), in a binary column in the column's place. Each chunk of a spilled run is
+//! restored (`unsqueeze`) as it is gathered, so runs on disk and everything after them are as
+//! without.
+//!
+//! Why: a buffer then holds several times the rows in the same memory, so the runs that follow
+//! are several times longer and a partition several times the size that makes half the runs
+//! still merges in one pass, where it needed intermediate merges that rewrite most rows. LZ4
+//! compresses and restores at several GB/s; the runs keep their zstd frames (`frames`), whose
+//! ratio on whole chunks of rows is what keeps the temporary disk near the inputs' size.
+//!
+//! Which columns: top-level string or binary (not dictionary-encoded), not a sort key, whose
+//! values received before the switch average `FAT_VALUE` bytes or more (the choice depends on
+//! the inputs alone, never on `threads`). A null stays null.
+//!
+//! Memory: a squeezed batch is built beside the batch it comes from; a restored chunk beside
+//! the squeezed rows it comes from.
+
+use crate::digest::byte_values;
+use crate::error::{CompactError, Result};
+use arrow_array::types::{BinaryViewType, ByteArrayType, GenericBinaryType, GenericStringType, StringViewType};
+use arrow_array::{Array, ArrayRef, GenericByteArray, GenericByteViewArray, LargeBinaryArray, RecordBatch};
+use arrow_buffer::{ArrowNativeType, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use std::sync::Arc;
+
+/// Values of at least this many bytes on average make a column fat.
+pub const FAT_VALUE: usize = 4 << 10;
+
+/// The fat columns of a sort's rows, and the schema its squeezed rows have.
+pub struct Squeeze {
+    columns: Vec<usize>,
+    original: SchemaRef,
+    squeezed: SchemaRef,
+}
+
+impl Squeeze {
+    /// Adds the bytes and the number of the values of `batch`'s byte columns to `sizes` (one
+    /// entry per column).
+    pub fn measure(batch: &RecordBatch, sizes: &mut Vec<(u64, u64)>) {
+        sizes.resize(batch.num_columns(), (0, 0));
+        for (c, size) in sizes.iter_mut().enumerate() {
+            let a = batch.column(c);
+            if let Some(value) = byte_values(a.as_ref()) {
+                let valid = (0..a.len()).filter(|&i| a.is_valid(i));
+                size.0 += valid.clone().map(|i| value(i).len() as u64).sum::<u64>();
+                size.1 += valid.count() as u64;
+            }
+        }
+    }
+
+    /// The columns to squeeze of rows of `schema` whose byte columns measured `sizes`
+    /// (`measure`), other than `keys`; `None` when there is none.
+    pub fn choose(schema: &SchemaRef, sizes: &[(u64, u64)], keys: &[usize]) -> Option<Squeeze> {
+        let columns: Vec<usize> = sizes
+            .iter()
+            .enumerate()
+            .filter(|(c, (bytes, valid))| !keys.contains(c) && *valid > 0 && bytes / valid >= FAT_VALUE as u64)
+            .map(|(c, _)| c)
+            .collect();
+        if columns.is_empty() {
+            return None;
+        }
+        let original = schema.clone();
+        let fields: Vec<Field> = original
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| match columns.contains(&i) {
+                true => Field::new(f.name(), DataType::LargeBinary, f.is_nullable()),
+                false => f.as_ref().clone(),
+            })
+            .collect();
+        let squeezed = Arc::new(Schema::new_with_metadata(fields, original.metadata().clone()));
+        Some(Squeeze { columns, original, squeezed })
+    }
+
+    /// `batch` (of the sort's schema) with its fat columns squeezed.
+    pub fn squeeze(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let mut columns = batch.columns().to_vec();
+        for &c in &self.columns {
+            columns[c] = squeeze_column(batch.column(c).as_ref())?;
+        }
+        RecordBatch::try_new(self.squeezed.clone(), columns).map_err(|e| CompactError::Internal(format!("squeezing a batch: {e}")))
+    }
+
+    /// Whether `batch` is squeezed (a buffer may hold batches from before the switch).
+    pub fn squeezed(&self, batch: &RecordBatch) -> bool {
+        batch.schema_ref() == &self.squeezed
+    }
+
+    /// `batch` (squeezed) with its fat columns restored.
+    pub fn unsqueeze(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        if !self.squeezed(batch) {
+            return Ok(batch.clone());
+        }
+        let mut columns = batch.columns().to_vec();
+        for &c in &self.columns {
+            columns[c] = unsqueeze_column(batch.column(c).as_ref(), self.original.field(c).data_type())?;
+        }
+        RecordBatch::try_new(self.original.clone(), columns).map_err(|e| CompactError::Internal(format!("restoring a batch: {e}")))
+    }
+
+    /// The bytes `batch` adds once restored: its fat values' sizes (each block says its own)
+    /// less what their blocks take (none for a batch not squeezed).
+    pub fn growth(&self, batch: &RecordBatch) -> usize {
+        if !self.squeezed(batch) {
+            return 0;
+        }
+        self.columns
+            .iter()
+            .filter_map(|&c| batch.column(c).as_any().downcast_ref::<LargeBinaryArray>())
+            .map(|a| {
+                (0..a.len()).filter(|&i| a.is_valid(i)).map(|i| restored_size(a.value(i)).saturating_sub(a.value(i).len())).sum::<usize>()
+            })
+            .sum()
+    }
+}
+
+/// The size a block restores to (its prefix).
+fn restored_size(block: &[u8]) -> usize {
+    match block {
+        [a, b, c, d, ..] => u32::from_le_bytes([*a, *b, *c, *d]) as usize,
+        _ => 0,
+    }
+}
+
+fn squeeze_column(a: &dyn Array) -> Result<ArrayRef> {
+    let value = byte_values(a).ok_or_else(|| CompactError::Internal(format!("squeezing a {} column", a.data_type())))?;
+    let n = a.len();
+    let mut offsets: Vec<i64> = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let mut values: Vec<u8> = Vec::new();
+    for i in 0..n {
+        if a.is_valid(i) {
+            values.extend_from_slice(&lz4_flex::block::compress_prepend_size(value(i)));
+        }
+        offsets.push(values.len() as i64);
+    }
+    values.shrink_to_fit();
+    let array = LargeBinaryArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(values), a.logical_nulls())
+        .map_err(|e| CompactError::Internal(format!("squeezing a column: {e}")))?;
+    Ok(Arc::new(array))
+}
+
+fn unsqueeze_column(a: &dyn Array, to: &DataType) -> Result<ArrayRef> {
+    let a =
+        a.as_any().downcast_ref::<LargeBinaryArray>().ok_or_else(|| CompactError::Internal("restoring a column not squeezed".into()))?;
+    let n = a.len();
+    let total: usize = (0..n).filter(|&i| a.is_valid(i)).map(|i| restored_size(a.value(i))).sum();
+    let mut values: Vec<u8> = Vec::with_capacity(total);
+    let mut ends: Vec<usize> = Vec::with_capacity(n);
+    for i in 0..n {
+        if a.is_valid(i) {
+            let block = a.value(i);
+            let (at, size) = (values.len(), restored_size(block));
+            values.resize(at + size, 0);
+            let body = block.get(4..).unwrap_or_default();
+            let got = lz4_flex::block::decompress_into(body, &mut values[at..])
+                .map_err(|e| CompactError::Internal(format!("restoring a squeezed value: {e}")))?;
+            if got != size {
+                return Err(CompactError::Internal(format!("a squeezed value restored to {got} bytes, not {size}")));
+            }
+        }
+        ends.push(values.len());
+    }
+    let nulls = a.logical_nulls();
+    Ok(match to {
+        DataType::Utf8 => Arc::new(bytes::<GenericStringType<i32>>(values, &ends, nulls)?),
+        DataType::LargeUtf8 => Arc::new(bytes::<GenericStringType<i64>>(values, &ends, nulls)?),
+        DataType::Binary => Arc::new(bytes::<GenericBinaryType<i32>>(values, &ends, nulls)?),
+        DataType::LargeBinary => Arc::new(bytes::<GenericBinaryType<i64>>(values, &ends, nulls)?),
+        DataType::Utf8View => {
+            Arc::new(GenericByteViewArray::<StringViewType>::from(&bytes::<GenericStringType<i64>>(values, &ends, nulls)?))
+        }
+        DataType::BinaryView => {
+            Arc::new(GenericByteViewArray::<BinaryViewType>::from(&bytes::<GenericBinaryType<i64>>(values, &ends, nulls)?))
+        }
+        other => return Err(CompactError::Internal(format!("restoring a squeezed {other} column"))),
+    })
+}
+
+/// A byte array of `values` cut at `ends`.
+fn bytes<T: ByteArrayType>(values: Vec<u8>, ends: &[usize], nulls: Option<NullBuffer>) -> Result<GenericByteArray<T>> {
+    let mut offsets: Vec<T::Offset> = Vec::with_capacity(ends.len() + 1);
+    offsets.push(T::Offset::usize_as(0));
+    for &e in ends {
+        offsets.push(T::Offset::from_usize(e).ok_or_else(|| CompactError::Internal("a restored column over its offsets' range".into()))?);
+    }
+    GenericByteArray::<T>::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(values), nulls)
+        .map_err(|e| CompactError::Internal(format!("restoring a squeezed column: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{BinaryArray, BinaryViewArray, Int64Array, LargeStringArray, StringArray, StringViewArray};
+
+    fn chosen(batch: &RecordBatch, keys: &[usize]) -> Option<Squeeze> {
+        let mut sizes = Vec::new();
+        Squeeze::measure(batch, &mut sizes);
+        Squeeze::choose(&batch.schema(), &sizes, keys)
+    }
+
+    /// `n` values of about 6 KB, each its own (its row number inside), every third null.
+    fn fat(n: usize) -> Vec<Option<String>> {
+        (0..n).map(|i| (i % 3 != 2).then(|| format!("{i:08} {}", "conversation history ".repeat(300)))).collect()
+    }
+
+    #[test]
+    fn every_byte_type_comes_back_as_it_went_in_with_its_nulls() {
+        let values = fat(40);
+        let strs: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        let bins: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref().map(str::as_bytes)).collect();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..40)),
+            Arc::new(StringArray::from(strs.clone())),
+            Arc::new(LargeStringArray::from(strs.clone())),
+            Arc::new(StringViewArray::from(strs.clone())),
+            Arc::new(BinaryArray::from(bins.clone())),
+            Arc::new(arrow_array::LargeBinaryArray::from(bins.clone())),
+            Arc::new(BinaryViewArray::from(bins)),
+        ];
+        let fields: Vec<Field> =
+            columns.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true)).collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let s = chosen(&batch, &[]).unwrap();
+        assert_eq!(s.columns, vec![1, 2, 3, 4, 5, 6], "the fat byte columns, not the integers");
+        let squeezed = s.squeeze(&batch).unwrap();
+        assert!(s.squeezed(&squeezed) && !s.squeezed(&batch));
+        let held = crate::budget::decoded_size(&squeezed);
+        assert!(held * 4 < crate::budget::decoded_size(&batch), "{held} against {}", crate::budget::decoded_size(&batch));
+        // what a squeezed batch grows by is what restoring it adds
+        let restored = s.unsqueeze(&squeezed).unwrap();
+        assert_eq!(restored, batch);
+        let values_bytes: usize = values.iter().flatten().map(String::len).sum();
+        let squeezed_bytes: usize = squeezed.column(1).as_any().downcast_ref::<LargeBinaryArray>().unwrap().value_data().len();
+        assert_eq!(s.growth(&squeezed), 6 * (values_bytes - squeezed_bytes));
+        assert_eq!(s.growth(&batch), 0);
+        assert_eq!(s.unsqueeze(&batch).unwrap(), batch, "a batch from before the switch passes as it is");
+    }
+
+    #[test]
+    fn a_sort_key_and_values_of_the_usual_size_stay_as_they_are() {
+        let values = fat(10);
+        let strs: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        let small: Vec<String> = (0..10).map(|i| format!("row {i}")).collect();
+        let schema = Schema::new(vec![Field::new("key", DataType::Utf8, true), Field::new("small", DataType::Utf8, false)]);
+        let batch = RecordBatch::try_new(
+            Arc::new(schema),
+            vec![Arc::new(StringArray::from(strs)), Arc::new(StringArray::from_iter_values(small.iter()))],
+        )
+        .unwrap();
+        assert!(chosen(&batch, &[0]).is_none());
+        assert_eq!(chosen(&batch, &[]).map(|s| s.columns), Some(vec![0]));
+        // measured over every batch received: a batch whose fat value is null does not decide
+        let mut sizes = Vec::new();
+        Squeeze::measure(&batch.slice(2, 1), &mut sizes);
+        assert_eq!(sizes[0], (0, 0));
+        Squeeze::measure(&batch, &mut sizes);
+        assert!(Squeeze::choose(&batch.schema(), &sizes, &[]).is_some());
+    }
+
+    #[test]
+    fn a_damaged_block_is_an_error() {
+        let strs = vec![Some("x".repeat(10_000))];
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, true)])),
+            vec![Arc::new(StringArray::from(strs))],
+        )
+        .unwrap();
+        let s = chosen(&batch, &[]).unwrap();
+        let squeezed = s.squeeze(&batch).unwrap();
+        let a = squeezed.column(0).as_any().downcast_ref::<LargeBinaryArray>().unwrap();
+        let mut block = a.value(0).to_vec();
+        block.truncate(block.len() / 2);
+        let cut = RecordBatch::try_new(s.squeezed.clone(), vec![Arc::new(LargeBinaryArray::from(vec![block.as_slice()]))]).unwrap();
+        assert!(matches!(s.unsqueeze(&cut), Err(CompactError::Internal(_))));
+    }
+}
