@@ -52,6 +52,7 @@ pub mod route;
 pub mod sizing;
 pub mod snappy;
 pub mod sort;
+mod sortjob;
 pub mod spill;
 pub mod squeeze;
 pub mod streamed;
