@@ -3,8 +3,8 @@
 //! Rows arrive (already deduplicated, in `files` order) in batches. They are buffered up to
 //! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
-//! (`spill`) — with more than one thread, on a spill thread while the next buffer fills —
-//! and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run when it
+//! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
+//! fills — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run when it
 //! reaches the run's first key and drops it after its last row (each run knows both keys), so
 //! what it holds is what the runs open at once hold (a chunk, the dictionaries the run's chunks
 //! share, see `gather`, and a reader's state and frame, see `spill`), found by a sweep over the
@@ -14,13 +14,17 @@
 //! few passes as needed (`next_merge`: each row is rewritten once per pass), each group within
 //! half that room, so that with `threads` > 1 two merge at once (where a merge gives back the
 //! runs it reads as it goes, `holes`: the temporary disk stays what one merge at a time needs).
+//! Where the tuple's size, projected at each spill from the input bytes read so far, would make
+//! more runs than a final merge takes, the buffers from then on hold their fat values squeezed
+//! (`squeeze`: LZ4, ~4-5x on text), so that the runs that follow are that much longer and the
+//! runs fit one merge; each chunk is restored as it is spilled (`sortjob`).
 //! A merge gives the runs' dictionaries one union (`union::Union`, built run by run before the
 //! merge opens any). Ties keep arrival order (the sort is stable and the merge prefers the
 //! earlier run), so the output is deterministic, and the same for any `threads`: buffer and
 //! chunk sizes do not depend on it.
 //!
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
-//! each), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
+//! each, squeezed or not: a squeezed buffer holds more rows, not more bytes), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
 //! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a reader's state and (for small chunks) a
 //! frame per open run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
@@ -56,6 +60,8 @@ use std::sync::Arc;
 /// the runs aim below, for the switch (`Sorter::squeeze_now`).
 const SQUEEZE_RATIO: f64 = 4.0;
 const SQUEEZE_TARGET: f64 = 0.85;
+/// Runs whose overlap tells whether the runs that follow will overlap too.
+const SQUEEZE_JUDGE_RUNS: usize = 4;
 /// The most runs one merge takes.
 const MAX_FAN_IN: usize = 256;
 /// Intermediate merges that share the final merge's room (and run at once with `threads` > 1).
@@ -348,8 +354,9 @@ impl<'a> Sorter<'a> {
     /// Whether the buffers from the next on hold fat values squeezed: when the runs the
     /// partition makes, by its decoded size projected from the input bytes read so far, would
     /// exceed `SQUEEZE_TARGET` of what a final merge takes unless the rest is squeezed after
-    /// this buffer (at `SQUEEZE_RATIO`; where that is too late already, now). Depends on the
-    /// inputs and options alone (batch boundaries do not depend on `threads`).
+    /// this buffer (at `SQUEEZE_RATIO`; where that is too late already, now), and at least half
+    /// the runs so far are open at once in a merge. Depends on the inputs and options alone
+    /// (batch boundaries do not depend on `threads`).
     fn squeeze_now(&self) -> bool {
         if self.expected_input_bytes <= 0.0 || self.input_bytes <= 0.0 {
             return false;
@@ -362,7 +369,18 @@ impl<'a> Sorter<'a> {
         // runs left without squeezing, and if the rest were squeezed after one more buffer
         let plain = spilled + remaining / buffer;
         let later = spilled + 1.0 + (remaining - buffer).max(0.0) / (buffer * SQUEEZE_RATIO);
-        plain > target && later >= target
+        if plain <= target || later < target {
+            return false;
+        }
+        // Only where the runs overlap: runs of inputs that come in time slices merge in one pass
+        // however many there are (`most_open`). Judged on the runs before the last one spilled,
+        // which are done whether or not the last one is still being written (`threads`).
+        let done = self.buffers_spilled.saturating_sub(2).min(self.runs.len());
+        if done < SQUEEZE_JUDGE_RUNS {
+            return false;
+        }
+        let (open, _) = most_open(&self.runs[..done], |_| 0);
+        open * 2 >= done
     }
 
     /// Waits for the run being spilled on the spill thread, if any.

@@ -230,25 +230,32 @@ fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time
 }
 
 #[test]
-fn a_partition_of_far_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_writes_what_one_thread_writes() {
-    // Rows of ~5.6 KB of text each its own, sorted with a 4 KiB batchBytes: a run per row, far
-    // more than a final merge takes, unless the sort buffers hold the text squeezed — from the
-    // first spill on, the partition's projected size says. The same rows, sorted, with their
-    // text (`verify` digests every column), and the same files for `threads` 1 and 2.
+fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_writes_what_one_thread_writes() {
+    // Rows of ~5.6 KB of text each its own, sorted with a 64 KiB batchBytes: ~270 runs that all
+    // overlap, more than a final merge takes (256), unless the sort buffers hold the text
+    // squeezed once the partition's projected size says so. The same rows, sorted, with their
+    // text (`verify` digests every column), in one merge pass, and the same files for
+    // `threads` 1 and 2.
     let s = Scratch::new("sort-squeeze");
     let fat = |seed: u64| format!("{} {}", noise(seed, 300), "the conversation so far ".repeat(220));
-    let files = inputs_with(s.path(), 4, 250, 0, fat);
+    let files = inputs_with(s.path(), 40, 60, 0, fat);
     let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
     all.sort_by(expected_order);
     let mut outputs = Vec::new();
     for threads in [1, 2] {
         let out = s.path().join(format!("t{threads}"));
         let mut o = opts(&out);
-        o.batch_bytes = 4 << 10;
+        o.batch_bytes = 64 << 10;
         o.threads = threads;
         o.sort_by = Some(sort_keys());
         let r = run(&files, &o).unwrap();
-        assert!(r.squeezed_runs > 0 && r.files_spilled < 500, "threads {threads}: {} runs, {} squeezed", r.files_spilled, r.squeezed_runs);
+        assert!(
+            r.squeezed_runs > 0 && r.intermediate_merges == 0,
+            "threads {threads}: {} runs, {} squeezed, {} merges",
+            r.files_spilled,
+            r.squeezed_runs,
+            r.intermediate_merges
+        );
         assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
         let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
         assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
@@ -261,6 +268,21 @@ fn a_partition_of_far_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_w
     o.sort_by = Some(sort_keys());
     let r = run(&files, &o).unwrap();
     assert!(r.files_spilled > 1 && r.squeezed_runs == 0, "{} runs, {} squeezed", r.files_spilled, r.squeezed_runs);
+    // nor where they overlap little (inputs in time slices), however many there are
+    let sliced = s.path().join("sliced-in");
+    std::fs::create_dir_all(&sliced).unwrap();
+    let files = inputs_with(&sliced, 40, 60, 1000, fat);
+    let mut o = opts(&s.path().join("sliced"));
+    o.batch_bytes = 64 << 10;
+    o.sort_by = Some(vec![SortKey { column: "ts".into(), descending: false, nulls_first: true }]);
+    let r = run(&files, &o).unwrap();
+    assert!(
+        r.files_spilled > 256 && r.squeezed_runs == 0 && r.intermediate_merges == 0,
+        "{} runs, {} squeezed, {} merges",
+        r.files_spilled,
+        r.squeezed_runs,
+        r.intermediate_merges
+    );
 }
 
 #[test]
