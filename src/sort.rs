@@ -4,12 +4,12 @@
 //! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
-//! fills — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run when it
-//! reaches the run's first key and drops it after its last row (each run knows both keys), so
-//! what it holds is what the runs open at once hold (a chunk, the dictionaries the run's chunks
-//! share, see `gather`, and a reader's state and frame, see `spill`), found by a sweep over the
-//! runs' key ranges (`kmerge::most_open`): runs of inputs that come in time slices overlap
-//! little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
+//! fills — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
+//! when it reaches the run's first key and drops it after its last row (each run knows both
+//! keys), so what it holds is what the runs open at once hold (a chunk, the dictionaries the
+//! run's chunks share, see `gather`, and a reader's state and frame, see `spill`), found by a
+//! sweep over the runs' key ranges (`kmerge::most_open`): runs of inputs that come in time
+//! slices overlap little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
 //! and a quarter of the fixed allowance, groups of consecutive runs are merged first, in as
 //! few passes as needed (`next_merge`: each row is rewritten once per pass), each group within
 //! half that room, so that with `threads` > 1 two merge at once (where a merge gives back the
@@ -24,8 +24,9 @@
 //! chunk sizes do not depend on it.
 //!
 //! Memory bound: while buffering, the buffer filling and the one being spilled (¾ batchBytes
-//! each, squeezed or not: a squeezed buffer holds more rows, not more bytes), its shared dictionaries (at most batchBytes / 16), one chunk, and the batch being
-//! read (`compact` reads quarter-size batches while sorting) — no output file is open yet;
+//! each, squeezed or not: a squeezed buffer holds more rows, not more bytes), its shared
+//! dictionaries (at most batchBytes / 16), one chunk, and the batch being read (`compact`
+//! reads quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a reader's state and (for small chunks) a
 //! frame per open run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
 //! from (compressed), the union of the runs' dictionaries (at most
