@@ -230,19 +230,19 @@ fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time
 }
 
 #[test]
-fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_writes_what_one_thread_writes() {
+fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_writes_the_same_on_every_thread_count() {
     // Rows of ~5.6 KB of text each its own, sorted with a 64 KiB batchBytes: ~270 runs that all
     // overlap, more than a final merge takes (256), unless the sort buffers hold the text
     // squeezed once the partition's projected size says so. The same rows, sorted, with their
-    // text (`verify` digests every column), in one merge pass, and the same files for
-    // `threads` 1 and 2.
+    // text (`verify` digests every column), in one merge pass, within the bound, and the same
+    // files for `threads` 1, 2 and 8.
     let s = Scratch::new("sort-squeeze");
     let fat = |seed: u64| format!("{} {}", noise(seed, 300), "the conversation so far ".repeat(220));
     let files = inputs_with(s.path(), 40, 60, 0, fat);
     let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
     all.sort_by(expected_order);
     let mut outputs = Vec::new();
-    for threads in [1, 2] {
+    for threads in [1, 2, 8] {
         let out = s.path().join(format!("t{threads}"));
         let mut o = opts(&out);
         o.batch_bytes = 64 << 10;
@@ -261,7 +261,7 @@ fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_write
         assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
         outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
     }
-    assert!(outputs[0] == outputs[1], "the same files for threads 1 and 2");
+    assert!(outputs[0] == outputs[1] && outputs[0] == outputs[2], "the same files for threads 1, 2 and 8");
     // where the runs fit one merge, nothing is squeezed
     let mut o = opts(&s.path().join("fits"));
     o.batch_bytes = 1 << 20;
