@@ -100,15 +100,12 @@ pub struct Sorter<'a> {
     input_bytes: f64,
     /// The input bytes the sort's rows come from, and the decoded bytes received so far: the
     /// partition's decoded size, projected at each spill, tells when buffers start holding fat
-    /// values squeezed (`squeeze`, see `squeeze_now`), chosen on the first batch after.
+    /// values squeezed (`squeeze`, see `squeeze_now`), chosen on the buffer spilled then.
     expected_input_bytes: f64,
     decoded_received: f64,
     buffers_spilled: usize,
-    squeeze_next: bool,
     squeeze_decided: bool,
     squeeze: Option<Arc<Squeeze>>,
-    /// Bytes and values of each byte column received before the switch (`Squeeze::measure`).
-    column_sizes: Vec<(u64, u64)>,
 }
 
 impl<'a> Sorter<'a> {
@@ -147,10 +144,8 @@ impl<'a> Sorter<'a> {
             expected_input_bytes,
             decoded_received: 0.0,
             buffers_spilled: 0,
-            squeeze_next: false,
             squeeze_decided: false,
             squeeze: None,
-            column_sizes: Vec::new(),
         })
     }
 
@@ -160,22 +155,15 @@ impl<'a> Sorter<'a> {
             return Ok(());
         }
         self.decoded_received += batch.decoded_bytes as f64;
-        if !self.squeeze_decided {
-            Squeeze::measure(&batch.batch, &mut self.column_sizes);
-        }
         if let Some(s) = &self.squeeze {
             squeeze(s, &mut batch)?;
         }
         if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(batch.decoded_bytes) > self.buffer_bytes() {
             self.spill_buffer()?;
-        }
-        // (a buffer holds batches squeezed or not, never both)
-        if self.squeeze_next && self.buffer.is_empty() {
-            self.squeeze_next = false;
-            if let Some(s) = Squeeze::choose(&batch.batch.schema(), &self.column_sizes, &self.keys) {
-                let s = Arc::new(s);
-                squeeze(&s, &mut batch)?;
-                self.squeeze = Some(s);
+            // (the switch comes at a spill: the batch that starts the next buffer is squeezed
+            // too — a buffer holds batches squeezed or not, never both)
+            if let Some(s) = self.squeeze.as_ref().filter(|s| !s.squeezed(&batch.batch)) {
+                squeeze(s, &mut batch)?;
             }
         }
         self.rows += n as u64;
@@ -329,14 +317,23 @@ impl<'a> Sorter<'a> {
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
         self.buffers_spilled += 1;
-        if !self.squeeze_decided && self.squeeze_now() {
-            self.squeeze_decided = true;
-            self.squeeze_next = true;
-        }
+        // The switch: the fat columns of this buffer, held squeezed in the buffers that follow.
+        let switch = match !self.squeeze_decided && self.squeeze_now() {
+            true => {
+                self.squeeze_decided = true;
+                let mut sizes = Vec::new();
+                buffer.iter().for_each(|b| Squeeze::measure(b, &mut sizes));
+                buffer.first().and_then(|b| Squeeze::choose(&b.schema(), &sizes, &self.keys)).map(Arc::new)
+            }
+            false => None,
+        };
         let writer = self.spill.create(&self.schema, self.budget / CHUNK_SHARE, false)?;
         let job = self.job(buffer, Some(writer));
         if job.squeeze.is_some() {
             self.spill.squeezed_runs += 1;
+        }
+        if switch.is_some() {
+            self.squeeze = switch;
         }
         self.wait_pending()?;
         if self.background {

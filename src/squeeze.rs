@@ -1,20 +1,21 @@
-//! Squeeze: a sort buffer that holds its fat values compressed. Once a sort has spilled half
-//! the runs its final merge can take (`sort`), each value of a fat byte column (a string or
-//! binary column whose values are large, such as a conversation history per message) of the
-//! batches it buffers is kept as an LZ4 block of its own (its size in front, `u32`
-//! little-endian), in a binary column in the column's place. Each chunk of a spilled run is
-//! restored (`unsqueeze`) as it is gathered, so runs on disk and everything after them are as
-//! without.
+//! Squeeze: a sort buffer that holds its fat values compressed. From the spill at which a
+//! sort's runs, projected from its partition's size, would outnumber what its final merge takes
+//! (`sort`), each value of a fat byte column (a string or binary column whose values are large,
+//! such as a conversation history per message) of the batches it buffers is kept as an LZ4
+//! block of its own (its size in front, `u32` little-endian), in a binary column in the
+//! column's place. Each chunk of a spilled run is restored (`unsqueeze`) as it is gathered, so
+//! runs on disk and everything after them are as without.
 //!
 //! Why: a buffer then holds several times the rows in the same memory, so the runs that follow
-//! are several times longer and a partition several times the size that makes half the runs
-//! still merges in one pass, where it needed intermediate merges that rewrite most rows. LZ4
-//! compresses and restores at several GB/s; the runs keep their zstd frames (`frames`), whose
-//! ratio on whole chunks of rows is what keeps the temporary disk near the inputs' size.
+//! are several times longer, and a partition that would have made several times the runs a
+//! merge takes still merges in one pass, where it needed intermediate merges that rewrite most
+//! rows. LZ4 compresses and restores at several GB/s; the runs keep their zstd frames
+//! (`frames`), whose ratio on whole chunks of rows is what keeps the temporary disk near the
+//! inputs' size.
 //!
 //! Which columns: top-level string or binary (not dictionary-encoded), not a sort key, whose
-//! values received before the switch average `FAT_VALUE` bytes or more (the choice depends on
-//! the inputs alone, never on `threads`). A null stays null.
+//! values in the buffer spilled at the switch average `FAT_VALUE` bytes or more (the choice
+//! depends on the inputs alone, never on `threads`). A null stays null.
 //!
 //! Memory: a squeezed batch is built beside the batch it comes from; a restored chunk beside
 //! the squeezed rows it comes from.

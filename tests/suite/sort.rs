@@ -202,14 +202,7 @@ fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time
     let files = unsorted_inputs(s.path(), 6, 2700);
     let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
     all.sort_by(expected_order);
-    let mut outputs = Vec::new();
-    for threads in [1, 2] {
-        let out = s.path().join(format!("t{threads}"));
-        let mut o = opts(&out);
-        o.batch_bytes = 4 << 10;
-        o.threads = threads;
-        o.sort_by = Some(sort_keys());
-        let r = run(&files, &o).unwrap();
+    sorted_on_every_thread_count(s.path(), &files, &all, &[1, 2], 4 << 10, |threads, r| {
         assert!(r.intermediate_merges >= 3, "threads {threads}: {} runs, {} merges", r.files_spilled, r.intermediate_merges);
         if threads > 1 && gencompact::holes::gives_back(s.path()) {
             assert!(
@@ -221,12 +214,34 @@ fn intermediate_merges_run_two_at_once_with_threads_and_write_what_one_at_a_time
         } else {
             assert_eq!(r.concurrent_merges, 0, "threads {threads}");
         }
+    });
+}
+
+/// Sorts `files` by `sort_keys` with each of `threads` and `batch_bytes` into `dir`/t<threads>:
+/// each call `check`ed, within the bound, its rows `all` in order; and the same files, byte for
+/// byte, for every thread count.
+fn sorted_on_every_thread_count(
+    dir: &Path,
+    files: &[String],
+    all: &[Row],
+    threads: &[usize],
+    batch_bytes: usize,
+    check: impl Fn(usize, &gencompact::CompactReport),
+) {
+    let mut outputs = Vec::new();
+    for &threads in threads {
+        let mut o = opts(&dir.join(format!("t{threads}")));
+        o.batch_bytes = batch_bytes;
+        o.threads = threads;
+        o.sort_by = Some(sort_keys());
+        let r = run(files, &o).unwrap();
+        check(threads, &r);
         assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
         let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
         assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
         outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
     }
-    assert!(outputs[0] == outputs[1], "the same files for threads 1 and 2");
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "the same files for threads {threads:?}");
 }
 
 #[test]
@@ -241,14 +256,7 @@ fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_write
     let files = inputs_with(s.path(), 40, 60, 0, fat);
     let mut all: Vec<Row> = files.iter().flat_map(|f| rows_of(Path::new(f))).collect();
     all.sort_by(expected_order);
-    let mut outputs = Vec::new();
-    for threads in [1, 2, 8] {
-        let out = s.path().join(format!("t{threads}"));
-        let mut o = opts(&out);
-        o.batch_bytes = 64 << 10;
-        o.threads = threads;
-        o.sort_by = Some(sort_keys());
-        let r = run(&files, &o).unwrap();
+    sorted_on_every_thread_count(s.path(), &files, &all, &[1, 2, 8], 64 << 10, |threads, r| {
         assert!(
             r.squeezed_runs > 0 && r.intermediate_merges == 0,
             "threads {threads}: {} runs, {} squeezed, {} merges",
@@ -256,12 +264,7 @@ fn a_partition_of_more_runs_than_a_merge_takes_squeezes_its_fat_values_and_write
             r.squeezed_runs,
             r.intermediate_merges
         );
-        assert!(r.peak_memory_bytes as usize <= gencompact::memory::call_bound(o.batch_bytes), "{}", r.peak_memory_bytes);
-        let rows: Vec<Row> = r.files.iter().flat_map(|f| rows_of(Path::new(&f.path))).collect();
-        assert_eq!(rows, all, "threads {threads}: sorted end to end, ties in arrival order");
-        outputs.push(r.files.iter().map(|f| std::fs::read(&f.path).unwrap()).collect::<Vec<_>>());
-    }
-    assert!(outputs[0] == outputs[1] && outputs[0] == outputs[2], "the same files for threads 1, 2 and 8");
+    });
     // where the runs fit one merge, nothing is squeezed
     let mut o = opts(&s.path().join("fits"));
     o.batch_bytes = 1 << 20;
