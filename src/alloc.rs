@@ -35,7 +35,7 @@ pub const LARGE: usize = 128 << 10;
 pub const KEEP_BYTES: usize = 64 << 20;
 /// What the system allocator's free lists and arenas, the threads' stacks and the rest of the
 /// process take beside the blocks the accountants count, under the calls' bounds.
-const ALLOWANCE: usize = 40 << 20;
+pub(crate) const ALLOWANCE: usize = 40 << 20;
 /// Kept however much the calls hold: a few blocks of a batch's size, reused from one batch to
 /// the next.
 const MIN_KEEP: usize = 8 << 20;

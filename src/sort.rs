@@ -4,7 +4,7 @@
 //! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
-//! fills, two at most at once (a spill can take longer than a fill) — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
+//! fills, two at most at once where memory allows (a spill can take longer than a fill) — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
 //! when it reaches the run's first key and drops it after its last row (each run knows both
 //! keys), so what it holds is what the runs open at once hold (a chunk, the dictionaries the
 //! run's chunks share, see `gather`, and a reader's state and frame, see `spill`), found by a
@@ -24,10 +24,11 @@
 //! chunk sizes do not depend on it.
 //!
 //! Memory bound: while buffering, the buffer filling and, with `threads` > 1, the two at most
-//! being spilled (`SPILLS_AT_ONCE`; ¾ batchBytes each, squeezed or not: a squeezed buffer
-//! holds more rows, not more bytes), their shared dictionaries (at most batchBytes / 16
-//! each), a chunk each, and the batch being read (`compact` reads quarter-size batches while
-//! sorting) — no output file is open yet;
+//! being spilled (`SPILLS_AT_ONCE`: the second only while the call's accounted bytes leave
+//! room for another buffer and the allocator's allowance), ¾ batchBytes each, squeezed or
+//! not (a squeezed buffer holds more rows, not more bytes), their shared dictionaries (at most
+//! batchBytes / 16 each), a chunk each, and the batch being read (`compact` reads
+//! quarter-size batches while sorting) — no output file is open yet;
 //! while merging, one chunk, the shared dictionaries, a reader's state and (for small chunks) a
 //! frame per open run (at most `batchBytes` and 16 MiB together), the frame a chunk is read
 //! from (compressed), the union of the runs' dictionaries (at most
@@ -341,8 +342,12 @@ impl<'a> Sorter<'a> {
         if switch.is_some() {
             self.squeeze = switch;
         }
-        // (runs join in the order they were spilled: ties keep arrival order)
-        self.wait_pending(if self.background { SPILLS_AT_ONCE - 1 } else { 0 })?;
+        // Another spill runs beside the one still going only where the call's accounted bytes
+        // leave room for the next buffer and what the allocator keeps beside them (`alloc`):
+        // else this one waits, as with one spill at a time. (Runs join in the order they were
+        // spilled, so ties keep arrival order; which runs there are does not depend on this.)
+        let room = self.memory.available() >= self.buffer_bytes().saturating_add(crate::alloc::ALLOWANCE);
+        self.wait_pending(if self.background && room { SPILLS_AT_ONCE - 1 } else { 0 })?;
         if self.background {
             let handle = std::thread::Builder::new()
                 .name("gencompact-spill".into())
