@@ -4,7 +4,8 @@
 //! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
-//! fills, two at most at once where memory allows (a spill can take longer than a fill) — and the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
+//! fills, two at most at once where memory allows (a spill can take longer than a fill) — and
+//! the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
 //! when it reaches the run's first key and drops it after its last row (each run knows both
 //! keys), so what it holds is what the runs open at once hold (a chunk, the dictionaries the
 //! run's chunks share, see `gather`, and a reader's state and frame, see `spill`), found by a
@@ -314,8 +315,9 @@ impl<'a> Sorter<'a> {
         }
     }
 
-    /// Sorts the buffer and writes it out as a new run — on the spill thread when there is
-    /// one, after the run before it is done.
+    /// Sorts the buffer and writes it out as a new run — on a spill thread when there are
+    /// any, once fewer than `SPILLS_AT_ONCE` runs before it are still being spilled (fewer
+    /// than one where memory is short).
     fn spill_buffer(&mut self) -> Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
