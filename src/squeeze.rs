@@ -135,9 +135,21 @@ fn squeeze_column(a: &dyn Array) -> Result<ArrayRef> {
     let mut offsets: Vec<i64> = Vec::with_capacity(n + 1);
     offsets.push(0);
     let mut values: Vec<u8> = Vec::new();
+    // (one hash table and one output block for the column, not an allocation of each per value)
+    let mut table = lz4_flex::block::CompressTable::large();
+    let mut block: Vec<u8> = Vec::new();
     for i in 0..n {
         if a.is_valid(i) {
-            values.extend_from_slice(&lz4_flex::block::compress_prepend_size(value(i)));
+            let v = value(i);
+            let size = u32::try_from(v.len()).map_err(|_| CompactError::Internal(format!("squeezing a value of {} bytes", v.len())))?;
+            let bound = lz4_flex::block::get_maximum_output_size(v.len());
+            if block.len() < bound {
+                block.resize(bound, 0);
+            }
+            let len = lz4_flex::block::compress_into_with_table(v, &mut block, &mut table)
+                .map_err(|e| CompactError::Internal(format!("squeezing a value: {e}")))?;
+            values.extend_from_slice(&size.to_le_bytes());
+            values.extend_from_slice(block.get(..len).unwrap_or_default());
         }
         offsets.push(values.len() as i64);
     }
