@@ -544,16 +544,16 @@ impl kmerge::RunSource for Spilled<'_> {
         let seen = self.seen.get_or_insert_with(|| self.union.seen(&batch));
         let batch = self.union.remap(self.run, seen, batch)?;
         let rows = batch.num_rows().max(1) as f64;
+        // (an IPC chunk's arrays are slices of one message buffer: counted by their slices, its
+        // run's shared dictionaries once per run, in the reader's state and the fan-in)
+        let held = size_without_dictionary_values(&batch);
         Ok(Some(kmerge::Chunk {
             keys: self.sorter.convert(&batch)?,
-            // (its run's shared dictionaries are counted once per run, in the fan-in)
-            held_per_row: size_without_dictionary_values(&batch) as f64 / rows,
+            held_per_row: held as f64 / rows,
             expanded_per_row: plain_size(&batch) as f64 / rows,
             input_per_row: 0.0,
             deleted: 0,
-            // (an IPC chunk's arrays are slices of one message buffer: counted by their slices,
-            // the shared dictionaries once per run in the reader's state)
-            memory: self.sorter.memory.hold(size_without_dictionary_values(&batch)),
+            memory: self.sorter.memory.hold(held),
             batch,
         }))
     }
