@@ -31,6 +31,7 @@ pub mod hybrid;
 pub mod iceberg;
 pub mod keep;
 pub mod kmerge;
+pub mod lz4;
 pub mod memory;
 pub mod merge;
 #[cfg_attr(test, allow(dead_code))]

@@ -8,10 +8,10 @@
 //! takes most of the call's bound. Here the pages of such a chunk are read compressed (the
 //! chunk's codec is hidden from parquet-rs's page reader) and
 //! - a PLAIN data page declaring at least `LARGE_PAGE` bytes is decompressed as a stream
-//!   (Snappy by `snappy`, GZIP, ZSTD and BROTLI by their crates' stream decoders) and handed
-//!   on as V1 pages of about `SLICE` bytes of whole values each; its definition levels
-//!   (decoded first: in V1 they lead the page, in V2 they are not compressed) are written
-//!   again per slice, bit-packed (`hybrid`);
+//!   (Snappy by `snappy`, LZ4_RAW by `lz4`, GZIP, ZSTD and BROTLI by their crates' stream
+//!   decoders) and handed on as V1 pages of about `SLICE` bytes of whole values each; its
+//!   definition levels (decoded first: in V1 they lead the page, in V2 they are not
+//!   compressed) are written again per slice, bit-packed (`hybrid`);
 //! - a large dictionary page whose dictionary-encoded pages use its values once each, in
 //!   order (indices 0, 1, 2, …: a dictionary grown by values unique to every row, as
 //!   pyarrow's is before it falls back to plain pages after 1024 values), is handed on the
@@ -27,8 +27,9 @@
 //! pages' decompression.
 //!
 //! The rows and values decoded are the same; slices carry no statistics (the column reader
-//! does not use them). Chunks of other codecs (LZ4, LZ4_RAW), nested columns, and inputs whose
-//! page headers are not checked (`guard`) are read by parquet-rs's page reader as before.
+//! does not use them). Chunks of other codecs (LZ4 with Hadoop's framing, LZO), nested
+//! columns, and inputs whose page headers are not checked (`guard`) are read by parquet-rs's
+//! page reader as before.
 //!
 //! Memory: per streamed column, its compressed page, one slice (`SLICE` bytes and room for the
 //! levels of the rest of the page), the decoder's window (`DECODER`) and the page's levels (one
@@ -37,6 +38,7 @@
 
 use crate::guard::GuardedInput;
 use crate::hybrid::{decode, decode_levels, encode_levels, max_levels_len};
+use crate::lz4::Lz4Reader;
 use crate::snappy::SnappyReader;
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding, Type as PhysicalType};
@@ -86,7 +88,12 @@ fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
     let d = column.column_descr();
     let codec = matches!(
         column.compression(),
-        Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::GZIP(_) | Compression::ZSTD(_) | Compression::BROTLI(_)
+        Compression::UNCOMPRESSED
+            | Compression::SNAPPY
+            | Compression::GZIP(_)
+            | Compression::ZSTD(_)
+            | Compression::BROTLI(_)
+            | Compression::LZ4_RAW
     );
     codec
         && d.physical_type() == PhysicalType::BYTE_ARRAY
@@ -157,21 +164,22 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> ParquetError + '_ {
     move |e| general(format!("{what}: {e}"))
 }
 
-/// A stream decoder over a compressed page's bytes.
-fn decoder(codec: Compression, data: Bytes) -> Result<Box<dyn Read + Send>> {
+/// A stream decoder over a compressed page's bytes, which decompress to `declared` bytes.
+fn decoder(codec: Compression, data: Bytes, declared: usize) -> Result<Box<dyn Read + Send>> {
     Ok(match codec {
         Compression::UNCOMPRESSED => Box::new(Cursor::new(data)),
         Compression::SNAPPY => Box::new(SnappyReader::new(data).map_err(io("snappy page"))?),
         Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data))),
         Compression::BROTLI(_) => Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER)),
         Compression::ZSTD(_) => Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?),
+        Compression::LZ4_RAW => Box::new(Lz4Reader::new(data, declared)),
         other => return Err(general(format!("{other} pages are not streamed"))),
     })
 }
 
 /// `declared` bytes decompressed from `data`, read as a stream.
 fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
-    Ok(BufReader::with_capacity(BUFFER, decoder(codec, data)?.take(declared as u64)))
+    Ok(BufReader::with_capacity(BUFFER, decoder(codec, data, declared)?.take(declared as u64)))
 }
 
 /// `prefix` followed by `data` decompressed whole into the `declared` bytes (`prefix`: a V2
@@ -201,8 +209,14 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
             snap::raw::Decoder::new().decompress(&data, values).map_err(|e| general(format!("snappy page: {e}")))?;
         }
         Compression::ZSTD(_) => zstd_page(&data, values, declared)?,
+        Compression::LZ4_RAW => {
+            let n = lz4_flex::block::decompress_into(&data, values).map_err(|e| general(format!("lz4 page: {e}")))?;
+            if n != declared {
+                return Err(general(format!("lz4 page decodes to {n} bytes, its header declares {declared}")));
+            }
+        }
         _ => {
-            let mut input = decoder(codec, data)?;
+            let mut input = decoder(codec, data, declared)?;
             input.read_exact(values).map_err(io("page decompresses to fewer bytes than its header declares"))?;
             if input.read(&mut [0u8; 1]).map_err(io("page"))? > 0 {
                 return Err(general(format!("page decompresses to more than the {declared} bytes its header declares")));

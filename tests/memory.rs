@@ -4,8 +4,8 @@
 //! 3 × batchBytes + 64 MiB for `threads` 1, 2 and 8, unsorted, sorted (spilling) and
 //! partitioned, and across concurrent calls; a sort that spills says so and keeps its temporary
 //! disk near the inputs' size on disk. Inputs whose writer puts those values in pages far
-//! larger than a batch (DuckDB: a chunk in one page; pyarrow: one dictionary page) stay within
-//! it too, the pages never held whole.
+//! larger than a batch (DuckDB: a chunk in one page; pyarrow: one dictionary page; either
+//! compressed with ZSTD or with LZ4_RAW) stay within it too, the pages never held whole.
 
 mod common;
 
@@ -80,7 +80,7 @@ fn write_unique_inputs(dir: &Path, files: usize, rows: usize, fat: usize) -> (Ve
 /// PLAIN data page (as DuckDB writes a chunk); otherwise one dictionary page holding every
 /// value and the page of their indices, 0, 1, 2, … (as pyarrow writes values unique to every
 /// row until its dictionary fallback). Returns the largest page's uncompressed bytes.
-fn as_large_pages(files: &[String], dir: &Path, plain: bool) -> (Vec<String>, u64) {
+fn as_large_pages(files: &[String], dir: &Path, plain: bool, codec: Compression) -> (Vec<String>, u64) {
     let mut paths = Vec::new();
     let mut largest = 0u64;
     for (i, f) in files.iter().enumerate() {
@@ -92,13 +92,13 @@ fn as_large_pages(files: &[String], dir: &Path, plain: bool) -> (Vec<String>, u6
             .collect();
         let batch = arrow_select::concat::concat_batches(&schema(), &batches).unwrap();
         let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_compression(codec)
             .set_dictionary_enabled(!plain)
             .set_dictionary_page_size_limit(1 << 30)
             .set_data_page_size_limit(1 << 30)
             .set_write_batch_size(batch.num_rows())
             .build();
-        let path = dir.join(format!("large-{plain}-{i:04}.parquet"));
+        let path = dir.join(format!("large-{plain}-{codec}-{i:04}.parquet"));
         let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), schema(), Some(props)).unwrap();
         w.write(&batch).unwrap();
         let meta = w.close().unwrap();
@@ -199,13 +199,16 @@ fn pages_far_larger_than_a_batch_are_never_held_whole_and_the_bound_holds() {
     // 4 files × 1,600 rows × ~30 KB of history: a 48 MB page per file, 12 × batchBytes.
     let (small, _) = write_unique_inputs(dir.path(), 4, 1600, 30_000);
     let bound = call_bound(BATCH_BYTES) as u64;
-    for plain in [true, false] {
-        let (files, page) = as_large_pages(&small, dir.path(), plain);
+    // (LZ4_RAW: the codec pyarrow writes for `lz4`, a raw block per page with no length of its own)
+    for (plain, codec) in
+        [(true, Compression::ZSTD(ZstdLevel::default())), (false, Compression::ZSTD(ZstdLevel::default())), (true, Compression::LZ4_RAW)]
+    {
+        let (files, page) = as_large_pages(&small, dir.path(), plain, codec);
         assert!(page >= 40 << 20, "the history chunk is one page of {page} bytes");
         for (sorted, threads) in [(false, 1), (false, 2), (false, 8), (true, 2)] {
-            let out = dir.path().join(format!("out-{plain}-{sorted}-{threads}"));
+            let out = dir.path().join(format!("out-{plain}-{codec}-{sorted}-{threads}"));
             let r = run(&files, &options(&out, BATCH_BYTES, threads, sorted, false));
-            let case = format!("{} pages, sorted {sorted}, threads {threads}", if plain { "plain" } else { "dictionary" });
+            let case = format!("{codec} {} pages, sorted {sorted}, threads {threads}", if plain { "plain" } else { "dictionary" });
             assert_eq!(r.rows_written, 4 * 1600, "{case}");
             assert!(r.peak_memory_bytes <= bound, "{case}: accounted peak {} > bound {bound}", r.peak_memory_bytes);
             if !sorted {

@@ -1,0 +1,299 @@
+//! Lz4: a raw LZ4 block (the format of Parquet's LZ4_RAW codec) decoded as a reader that keeps
+//! only a window of its output, so that a large page can be handed on in slices (`streamed`)
+//! without ever being whole in memory.
+//!
+//! The `lz4_flex` crate decodes a raw block only whole, into a buffer of the decompressed
+//! length; a pyarrow page of 1,024 fat values is tens of MB. The format (LZ4's
+//! `Block_format.md`) is a sequence of sequences — a token, literals, a two-byte offset and a
+//! match — whose offsets reach at most 65,535 bytes back, so a window of 64 KiB always holds
+//! what a match copies. The block carries no length of its own: the page header declares it.
+//! A long run of literals or a long match is decoded a piece at a time.
+//!
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus what
+//! the caller asked for but has not read yet (at most `READ_AHEAD`, and one piece, `PIECE`).
+
+use bytes::Bytes;
+use std::io::{Error, ErrorKind, Read};
+
+/// Output kept for matches: the farthest an LZ4 offset reaches.
+const WINDOW: usize = 64 << 10;
+/// Output read and out of the window is dropped once there is this much of it: each drop moves
+/// the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
+const DROP: usize = 1 << 20;
+/// Output decoded ahead of a read at most (beyond the bytes it asked for).
+const READ_AHEAD: usize = 64 << 10;
+/// Literals or match bytes decoded at once, at most.
+const PIECE: usize = 64 << 10;
+
+/// Where the decoder is within a sequence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum At {
+    /// Before a token (or at the end of the block, after a match).
+    Token,
+    /// Copying literals: how many are left, and the token's match length nibble.
+    Literals { left: usize, nibble: u8 },
+    /// Copying a match: its offset and how many bytes are left.
+    Match { offset: usize, left: usize },
+    /// After the last literals.
+    End,
+}
+
+/// A raw LZ4 block that decodes to `declared` bytes, read as its decoded bytes.
+pub struct Lz4Reader {
+    input: Bytes,
+    /// The next input byte.
+    at: usize,
+    state: At,
+    /// The output kept: the window and what is not read yet.
+    out: Vec<u8>,
+    /// Bytes of `out` already read.
+    read: usize,
+    /// Output bytes dropped from the front of `out`.
+    dropped: usize,
+    declared: usize,
+}
+
+fn corrupt(what: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidData, what.into())
+}
+
+impl Lz4Reader {
+    pub fn new(input: Bytes, declared: usize) -> Self {
+        Lz4Reader { input, at: 0, state: At::Token, out: Vec::new(), read: 0, dropped: 0, declared }
+    }
+
+    fn produced(&self) -> usize {
+        self.dropped + self.out.len()
+    }
+
+    /// The block is decoded to its end (a block whose last sequence has a match is taken as
+    /// ended there too: its length is checked against the declared one all the same).
+    fn finished(&self) -> bool {
+        self.state == At::End || (self.state == At::Token && self.at >= self.input.len())
+    }
+
+    /// Decodes a token, a piece of literals or a piece of a match onto `out`.
+    fn step(&mut self) -> std::io::Result<()> {
+        match self.state {
+            At::Token => {
+                let token = self.byte()?;
+                let left = self.length(usize::from(token >> 4))?;
+                self.state = At::Literals { left, nibble: token & 15 };
+            }
+            At::Literals { left, nibble } => {
+                let n = left.min(PIECE);
+                self.room(n)?;
+                let end = self
+                    .at
+                    .checked_add(n)
+                    .filter(|e| *e <= self.input.len())
+                    .ok_or_else(|| corrupt("lz4: block ends inside its literals"))?;
+                self.out.extend_from_slice(&self.input[self.at..end]);
+                self.at = end;
+                self.state = match left - n {
+                    0 if self.at >= self.input.len() => At::End,
+                    0 => {
+                        let b = self.take(2)?;
+                        let offset = usize::from(u16::from_le_bytes([b[0], b[1]]));
+                        let left = self.length(usize::from(nibble))? + 4;
+                        if offset == 0 || offset > self.produced() {
+                            return Err(corrupt(format!("lz4: match {offset} bytes before byte {}", self.produced())));
+                        }
+                        At::Match { offset, left }
+                    }
+                    rest => At::Literals { left: rest, nibble },
+                };
+            }
+            At::Match { offset, left } => {
+                let n = left.min(PIECE);
+                self.room(n)?;
+                // (the window keeps at least `WINDOW` bytes, the farthest an offset reaches)
+                let start = self.out.len() - offset;
+                if offset >= n {
+                    self.out.extend_from_within(start..start + n);
+                } else {
+                    // Overlapping: the match repeats its last `offset` bytes.
+                    let mut todo = n;
+                    while todo > 0 {
+                        let k = todo.min(self.out.len() - start);
+                        self.out.extend_from_within(start..start + k);
+                        todo -= k;
+                    }
+                }
+                self.state = if left == n { At::Token } else { At::Match { offset, left: left - n } };
+            }
+            At::End => {}
+        }
+        Ok(())
+    }
+
+    /// A length: `nibble`, and when it is 15, the bytes that follow added to it until one is
+    /// not 255.
+    fn length(&mut self, nibble: usize) -> std::io::Result<usize> {
+        let mut len = nibble;
+        if nibble == 15 {
+            loop {
+                let b = self.byte()?;
+                len = len.checked_add(usize::from(b)).ok_or_else(|| corrupt("lz4: a length too large"))?;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(len)
+    }
+
+    fn byte(&mut self) -> std::io::Result<u8> {
+        let b = *self.input.get(self.at).ok_or_else(|| corrupt("lz4: block ends inside a sequence"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn take(&mut self, n: usize) -> std::io::Result<&[u8]> {
+        let end = self.at.checked_add(n).filter(|e| *e <= self.input.len()).ok_or_else(|| corrupt("lz4: block ends inside a sequence"))?;
+        let s = &self.input[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+
+    fn room(&self, len: usize) -> std::io::Result<()> {
+        if self.produced() + len > self.declared {
+            return Err(corrupt(format!("lz4: decodes to more than the {} bytes declared", self.declared)));
+        }
+        Ok(())
+    }
+
+    /// Drops output that is read and out of the window, once there is enough of it.
+    fn compact(&mut self) {
+        let drop = self.read.min(self.out.len().saturating_sub(WINDOW));
+        if drop >= DROP {
+            self.out.drain(..drop);
+            self.read -= drop;
+            self.dropped += drop;
+        }
+    }
+}
+
+impl Read for Lz4Reader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = buf.len().min(READ_AHEAD);
+        while self.out.len() - self.read < want && !self.finished() {
+            self.step()?;
+        }
+        if self.finished() && self.produced() != self.declared {
+            return Err(corrupt(format!("lz4: decodes to {} bytes, {} declared", self.produced(), self.declared)));
+        }
+        let n = (self.out.len() - self.read).min(buf.len());
+        buf[..n].copy_from_slice(&self.out[self.read..self.read + n]);
+        self.read += n;
+        self.compact();
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(mut r: impl Read, chunk: usize) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; chunk];
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Text that compresses with matches near and far, unique per line.
+    fn text(len: usize) -> Vec<u8> {
+        let mut s = Vec::with_capacity(len);
+        let mut i = 0u64;
+        while s.len() < len {
+            s.extend_from_slice(format!("{{\"turn\":{i},\"role\":\"user\",\"text\":\"{}\"}},", "abc".repeat((i % 40) as usize)).as_bytes());
+            i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 40;
+        }
+        s.truncate(len);
+        s
+    }
+
+    #[test]
+    fn decodes_what_lz4_flex_encodes_in_any_read_size_and_drops_its_window() {
+        let data = text(5 << 20);
+        let compressed = lz4_flex::block::compress(&data);
+        for chunk in [1, 7, 4096, 1 << 20] {
+            let mut r = Lz4Reader::new(Bytes::from(compressed.clone()), data.len());
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; chunk];
+            let mut most = 0;
+            loop {
+                let n = r.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+                most = most.max(r.out.capacity());
+            }
+            assert!(out == data, "read size {chunk}");
+            assert!(r.dropped > 0, "the window slid");
+            assert!(most <= 2 * (WINDOW + DROP + READ_AHEAD + PIECE + chunk), "kept {most} bytes at read size {chunk}");
+        }
+    }
+
+    /// A block of long literals and a long overlapping match, each decoded in pieces: a 300 KB
+    /// literal run, then a 5 MB run of one repeated 3-byte pattern (offset 3), then the last
+    /// literals.
+    #[test]
+    fn long_literals_and_long_overlapping_matches_decode_in_pieces() {
+        let head = text(300_000);
+        let mut data = head.clone();
+        let pattern = *b"xyz";
+        data.extend_from_slice(&pattern);
+        let run = 5 << 20;
+        for i in 0..run {
+            data.push(pattern[i % 3]);
+        }
+        data.extend_from_slice(b"tail!");
+        let length = |s: &mut Vec<u8>, mut n: usize| {
+            while n >= 255 {
+                s.push(255);
+                n -= 255;
+            }
+            s.push(n as u8);
+        };
+        let mut s = Vec::new();
+        // literals: head + pattern (extended length); match: offset 3, `run` bytes (extended)
+        s.push(0xff);
+        length(&mut s, head.len() + 3 - 15);
+        s.extend_from_slice(&head);
+        s.extend_from_slice(&pattern);
+        s.extend_from_slice(&3u16.to_le_bytes());
+        length(&mut s, run - 4 - 15);
+        // the last literals
+        s.push(5 << 4);
+        s.extend_from_slice(b"tail!");
+        assert_eq!(lz4_flex::block::decompress(&s, data.len()).unwrap(), data, "the block is valid LZ4");
+        let mut r = Lz4Reader::new(Bytes::from(s), data.len());
+        let out = read_all(&mut r, 4096).unwrap();
+        assert!(out == data);
+        assert!(r.out.capacity() <= 2 * (WINDOW + DROP + READ_AHEAD + PIECE + 4096), "kept {} bytes", r.out.capacity());
+    }
+
+    #[test]
+    fn a_truncated_block_a_wrong_length_or_a_match_before_the_start_is_an_error() {
+        let data = text(300_000);
+        let compressed = lz4_flex::block::compress(&data);
+        let cut = Bytes::from(compressed[..compressed.len() - 10].to_vec());
+        let e = read_all(Lz4Reader::new(cut, data.len()), 4096).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        let e = read_all(Lz4Reader::new(Bytes::from(compressed.clone()), 5), 4096).unwrap_err();
+        assert!(e.to_string().contains("more than the 5 bytes declared"), "{e}");
+        let e = read_all(Lz4Reader::new(Bytes::from(compressed), data.len() + 1), 4096).unwrap_err();
+        assert!(e.to_string().contains("declared"), "{e}");
+        // one literal, then a match 2 bytes back
+        let e = read_all(Lz4Reader::new(Bytes::from(vec![0x10, b'a', 2, 0, 0x00]), 10), 4096).unwrap_err();
+        assert!(e.to_string().contains("match 2 bytes before byte 1"), "{e}");
+    }
+}
