@@ -28,7 +28,8 @@
 //                            unique (pyarrow, files round robin over SNAPPY, ZSTD, GZIP),
 //                            unique-duckdb (those files re-written by DuckDB's COPY, SNAPPY),
 //                            unique-hyparquet (re-written by hyparquet-writer, SNAPPY),
-//                            unique-evolved (unique, and the newest 10 % of the files gain a column)
+//                            unique-evolved (unique, and the newest 10 % of the files gain a column),
+//                            unique-lz4 (unique's rows, files round robin over LZ4_RAW and BROTLI)
 //     --scale N              N times the rows and files (the same row shape and tuples; default 1)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
 //     --row-group-size N --dup-rate X      generator options (default: the seed shape; the unique
