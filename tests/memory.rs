@@ -200,9 +200,8 @@ fn pages_far_larger_than_a_batch_are_never_held_whole_and_the_bound_holds() {
     let (small, _) = write_unique_inputs(dir.path(), 4, 1600, 30_000);
     let bound = call_bound(BATCH_BYTES) as u64;
     // (LZ4_RAW: the codec pyarrow writes for `lz4`, a raw block per page with no length of its own)
-    for (plain, codec) in
-        [(true, Compression::ZSTD(ZstdLevel::default())), (false, Compression::ZSTD(ZstdLevel::default())), (true, Compression::LZ4_RAW)]
-    {
+    let zstd = Compression::ZSTD(ZstdLevel::default());
+    for (plain, codec) in [(true, zstd), (false, zstd), (true, Compression::LZ4_RAW), (false, Compression::LZ4_RAW)] {
         let (files, page) = as_large_pages(&small, dir.path(), plain, codec);
         assert!(page >= 40 << 20, "the history chunk is one page of {page} bytes");
         for (sorted, threads) in [(false, 1), (false, 2), (false, 8), (true, 2)] {
