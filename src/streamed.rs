@@ -56,7 +56,8 @@ pub const LARGE_PAGE: u64 = crate::views::LARGE_PAGE;
 /// The values a slice holds, at least (a value is never cut; one larger is a slice of its own).
 pub const SLICE: usize = 1 << 20;
 /// What a stream decoder holds besides: the window of ZSTD and BROTLI at writers' default
-/// levels (Snappy's is `snappy`'s 1 MiB, GZIP's 32 KiB), and the read buffer.
+/// levels (Snappy's and LZ4_RAW's are about 1 MiB, `snappy`'s and `lz4`'s, GZIP's 32 KiB), and
+/// the read buffer.
 const DECODER: usize = 4 << 20;
 /// The read buffer over a stream decoder.
 const BUFFER: usize = 64 << 10;
