@@ -13,7 +13,7 @@
 //! the caller asked for but has not read yet (at most `READ_AHEAD`, and one piece, `PIECE`).
 
 use bytes::Bytes;
-use std::io::{Error, ErrorKind, Read};
+use std::io::{BufRead, Error, ErrorKind, Read};
 
 /// Output kept for matches: the farthest an LZ4 offset reaches.
 const WINDOW: usize = 64 << 10;
@@ -174,19 +174,32 @@ impl Lz4Reader {
     }
 }
 
-impl Read for Lz4Reader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = buf.len().min(READ_AHEAD);
-        while self.out.len() - self.read < want && !self.finished() {
-            self.step()?;
+impl BufRead for Lz4Reader {
+    /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.out.len() == self.read {
+            while self.out.len() - self.read < READ_AHEAD && !self.finished() {
+                self.step()?;
+            }
         }
         if self.finished() && self.produced() != self.declared {
             return Err(corrupt(format!("lz4: decodes to {} bytes, {} declared", self.produced(), self.declared)));
         }
-        let n = (self.out.len() - self.read).min(buf.len());
-        buf[..n].copy_from_slice(&self.out[self.read..self.read + n]);
-        self.read += n;
+        Ok(&self.out[self.read..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.read = (self.read + n).min(self.out.len());
         self.compact();
+    }
+}
+
+impl Read for Lz4Reader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
         Ok(n)
     }
 }

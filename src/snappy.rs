@@ -15,7 +15,7 @@
 
 use crate::hybrid::varint;
 use bytes::Bytes;
-use std::io::{Error, ErrorKind, Read};
+use std::io::{BufRead, Error, ErrorKind, Read};
 
 /// Output kept for back-references: twice what Snappy's compressors reach back.
 const WINDOW: usize = 128 << 10;
@@ -175,25 +175,28 @@ impl SnappyReader {
     }
 }
 
-impl Read for SnappyReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if let Some((whole, position)) = &mut self.whole {
-            let rest = whole.get(*position..).unwrap_or_default();
-            let n = rest.len().min(buf.len());
-            buf[..n].copy_from_slice(&rest[..n]);
-            *position += n;
-            return Ok(n);
-        }
-        let want = buf.len().min(READ_AHEAD);
-        while self.out.len() - self.read < want && !self.done() {
-            match self.step() {
-                Ok(()) => {}
-                Err(Stop::Far) => {
-                    self.decode_whole()?;
-                    return self.read(buf);
+impl BufRead for SnappyReader {
+    /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.whole.is_none() {
+            while self.out.len() == self.read && !self.done() {
+                while self.out.len() - self.read < READ_AHEAD && !self.done() {
+                    match self.step() {
+                        Ok(()) => {}
+                        Err(Stop::Far) => {
+                            self.decode_whole()?;
+                            break;
+                        }
+                        Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
+                    }
                 }
-                Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
+                if self.whole.is_some() {
+                    break;
+                }
             }
+        }
+        if let Some((whole, position)) = &self.whole {
+            return Ok(whole.get(*position..).unwrap_or_default());
         }
         if self.done() && self.produced() != self.declared {
             return Err(Error::new(
@@ -201,10 +204,26 @@ impl Read for SnappyReader {
                 format!("snappy: decodes to {} bytes, {} declared", self.produced(), self.declared),
             ));
         }
-        let n = (self.out.len() - self.read).min(buf.len());
-        buf[..n].copy_from_slice(&self.out[self.read..self.read + n]);
-        self.read += n;
-        self.compact();
+        Ok(&self.out[self.read..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        match &mut self.whole {
+            Some((_, position)) => *position += n,
+            None => {
+                self.read = (self.read + n).min(self.out.len());
+                self.compact();
+            }
+        }
+    }
+}
+
+impl Read for SnappyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
         Ok(n)
     }
 }

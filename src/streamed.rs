@@ -47,7 +47,7 @@ use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use std::collections::VecDeque;
-use std::io::{BufReader, Cursor, Read};
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -143,8 +143,9 @@ struct Streamed {
     counts: Arc<Counts>,
 }
 
-/// A large page's values, decompressed as they are read.
-type Values = BufReader<std::io::Take<Box<dyn Read + Send>>>;
+/// A large page's values, decompressed as they are read (and copied out of the decoder's own
+/// buffer, or else a read buffer over it).
+type Values = std::io::Take<Box<dyn BufRead + Send>>;
 
 struct Slicing {
     values: Values,
@@ -165,22 +166,42 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> ParquetError + '_ {
     move |e| general(format!("{what}: {e}"))
 }
 
-/// A stream decoder over a compressed page's bytes, which decompress to `declared` bytes.
-fn decoder(codec: Compression, data: Bytes, declared: usize) -> Result<Box<dyn Read + Send>> {
+/// A stream decoder over a compressed page's bytes, which decompress to `declared` bytes: read
+/// out of its own buffer (`snappy`, `lz4`, uncompressed bytes) or a read buffer over it.
+fn decoder(codec: Compression, data: Bytes, declared: usize) -> Result<Box<dyn BufRead + Send>> {
+    let buffered = |r: Box<dyn Read + Send>| -> Box<dyn BufRead + Send> { Box::new(BufReader::with_capacity(BUFFER, r)) };
     Ok(match codec {
         Compression::UNCOMPRESSED => Box::new(Cursor::new(data)),
         Compression::SNAPPY => Box::new(SnappyReader::new(data).map_err(io("snappy page"))?),
-        Compression::GZIP(_) => Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data))),
-        Compression::BROTLI(_) => Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER)),
-        Compression::ZSTD(_) => Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?),
         Compression::LZ4_RAW => Box::new(Lz4Reader::new(data, declared)),
+        Compression::GZIP(_) => buffered(Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data)))),
+        Compression::BROTLI(_) => buffered(Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER))),
+        Compression::ZSTD(_) => {
+            buffered(Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?))
+        }
         other => return Err(general(format!("{other} pages are not streamed"))),
     })
 }
 
 /// `declared` bytes decompressed from `data`, read as a stream.
 fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
-    Ok(BufReader::with_capacity(BUFFER, decoder(codec, data, declared)?.take(declared as u64)))
+    Ok(decoder(codec, data, declared)?.take(declared as u64))
+}
+
+/// `n` bytes of `values` appended to `buf`, copied straight out of the decoder's buffer.
+fn append(values: &mut Values, buf: &mut Vec<u8>, n: usize) -> std::io::Result<()> {
+    let mut left = n;
+    while left > 0 {
+        let available = values.fill_buf()?;
+        if available.is_empty() {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the page ends"));
+        }
+        let k = available.len().min(left);
+        buf.extend_from_slice(&available[..k]);
+        values.consume(k);
+        left -= k;
+    }
+    Ok(())
 }
 
 /// `prefix` followed by `data` decompressed whole into the `declared` bytes (`prefix`: a V2
@@ -469,16 +490,14 @@ impl Streamed {
                 s.values.read_exact(&mut len).map_err(io("page ends before its values"))?;
                 let n = u32::from_le_bytes(len) as usize;
                 // A corrupt length must not size a buffer: at most the bytes the page has left.
-                let left = s.values.get_ref().limit() as usize + s.values.buffer().len();
+                let left = s.values.limit() as usize;
                 if n > left {
                     return Err(general(format!("page declares a value of {n} bytes, {left} bytes before its end")));
                 }
                 buf.extend_from_slice(&len);
-                let at = buf.len();
                 s.widest = s.widest.max(n);
                 buf.reserve(n);
-                buf.resize(at + n, 0);
-                s.values.read_exact(&mut buf[at..]).map_err(io("page ends inside a value"))?;
+                append(&mut s.values, &mut buf, n).map_err(io("page ends inside a value"))?;
             }
             s.next += 1;
         }
