@@ -57,6 +57,23 @@ fn corrupt(what: impl Into<String>) -> Error {
     Error::new(ErrorKind::InvalidData, what.into())
 }
 
+/// A length: `nibble`, and when it is 15, the bytes at `input[*i..]` added to it until one is
+/// not 255.
+fn length(input: &[u8], i: &mut usize, nibble: usize) -> std::io::Result<usize> {
+    let mut len = nibble;
+    if nibble == 15 {
+        loop {
+            let b = *input.get(*i).ok_or_else(|| corrupt("lz4: block ends inside a sequence"))?;
+            *i += 1;
+            len = len.checked_add(usize::from(b)).ok_or_else(|| corrupt("lz4: a length too large"))?;
+            if b != 255 {
+                break;
+            }
+        }
+    }
+    Ok(len)
+}
+
 impl Lz4Reader {
     pub fn new(input: Bytes, declared: usize) -> Self {
         Lz4Reader { input, at: 0, state: At::Token, out: Vec::new(), read: 0, dropped: 0, declared }
@@ -72,95 +89,97 @@ impl Lz4Reader {
         self.state == At::End || (self.state == At::Token && self.at >= self.input.len())
     }
 
-    /// Decodes a token, a piece of literals or a piece of a match onto `out`.
-    fn step(&mut self) -> std::io::Result<()> {
-        match self.state {
-            At::Token => {
-                let token = self.byte()?;
-                let left = self.length(usize::from(token >> 4))?;
-                self.state = At::Literals { left, nibble: token & 15 };
+    /// Decodes sequences onto `out` until it holds `until` bytes or the block ends, a long run
+    /// of literals or a long match a piece at a time. A short one is copied as 32 bytes and cut
+    /// back (one fixed-size copy instead of a call for a few bytes), where the input or the
+    /// output holds 32 to copy.
+    fn decode(&mut self, until: usize) -> std::io::Result<()> {
+        let Lz4Reader { input, at, state, out, dropped, declared, .. } = self;
+        let input: &[u8] = input;
+        // The most `out` may hold: what the page declares, less what was dropped.
+        let limit = declared.saturating_sub(*dropped);
+        let over = || corrupt(format!("lz4: decodes to more than the {declared} bytes declared"));
+        let ends = || corrupt("lz4: block ends inside a sequence");
+        let mut i = *at;
+        let mut st = *state;
+        let result = loop {
+            if out.len() >= until {
+                break Ok(());
             }
-            At::Literals { left, nibble } => {
-                let n = left.min(PIECE);
-                self.room(n)?;
-                let end = self
-                    .at
-                    .checked_add(n)
-                    .filter(|e| *e <= self.input.len())
-                    .ok_or_else(|| corrupt("lz4: block ends inside its literals"))?;
-                self.out.extend_from_slice(&self.input[self.at..end]);
-                self.at = end;
-                self.state = match left - n {
-                    0 if self.at >= self.input.len() => At::End,
-                    0 => {
-                        let b = self.take(2)?;
-                        let offset = usize::from(u16::from_le_bytes([b[0], b[1]]));
-                        let left = self.length(usize::from(nibble))? + 4;
-                        if offset == 0 || offset > self.produced() {
-                            return Err(corrupt(format!("lz4: match {offset} bytes before byte {}", self.produced())));
+            match st {
+                At::End => break Ok(()),
+                At::Token => {
+                    let Some(&token) = input.get(i) else { break Ok(()) };
+                    i += 1;
+                    match length(input, &mut i, usize::from(token >> 4)) {
+                        Ok(left) => st = At::Literals { left, nibble: token & 15 },
+                        Err(e) => break Err(e),
+                    }
+                }
+                At::Literals { left, nibble } => {
+                    let n = left.min(PIECE);
+                    if out.len() + n > limit {
+                        break Err(over());
+                    }
+                    if n <= 32 && i + 32 <= input.len() {
+                        let old = out.len();
+                        out.extend_from_slice(&input[i..i + 32]);
+                        out.truncate(old + n);
+                    } else {
+                        let Some(literals) = input.get(i..i + n) else { break Err(corrupt("lz4: block ends inside its literals")) };
+                        out.extend_from_slice(literals);
+                    }
+                    i += n;
+                    if left > n {
+                        st = At::Literals { left: left - n, nibble };
+                        continue;
+                    }
+                    if i >= input.len() {
+                        st = At::End;
+                        continue;
+                    }
+                    let Some(b) = input.get(i..i + 2) else { break Err(ends()) };
+                    let offset = usize::from(u16::from_le_bytes([b[0], b[1]]));
+                    i += 2;
+                    let len = match length(input, &mut i, usize::from(nibble)) {
+                        Ok(len) => len + 4,
+                        Err(e) => break Err(e),
+                    };
+                    let produced = *dropped + out.len();
+                    if offset == 0 || offset > produced {
+                        break Err(corrupt(format!("lz4: match {offset} bytes before byte {produced}")));
+                    }
+                    st = At::Match { offset, left: len };
+                }
+                At::Match { offset, left } => {
+                    let n = left.min(PIECE);
+                    if out.len() + n > limit {
+                        break Err(over());
+                    }
+                    // (the window keeps at least `WINDOW` bytes, the farthest an offset reaches)
+                    let start = out.len() - offset;
+                    if offset >= 32 && n <= 32 {
+                        let old = out.len();
+                        out.extend_from_within(start..start + 32);
+                        out.truncate(old + n);
+                    } else if offset >= n {
+                        out.extend_from_within(start..start + n);
+                    } else {
+                        // Overlapping: the match repeats its last `offset` bytes.
+                        let mut todo = n;
+                        while todo > 0 {
+                            let k = todo.min(out.len() - start);
+                            out.extend_from_within(start..start + k);
+                            todo -= k;
                         }
-                        At::Match { offset, left }
                     }
-                    rest => At::Literals { left: rest, nibble },
-                };
-            }
-            At::Match { offset, left } => {
-                let n = left.min(PIECE);
-                self.room(n)?;
-                // (the window keeps at least `WINDOW` bytes, the farthest an offset reaches)
-                let start = self.out.len() - offset;
-                if offset >= n {
-                    self.out.extend_from_within(start..start + n);
-                } else {
-                    // Overlapping: the match repeats its last `offset` bytes.
-                    let mut todo = n;
-                    while todo > 0 {
-                        let k = todo.min(self.out.len() - start);
-                        self.out.extend_from_within(start..start + k);
-                        todo -= k;
-                    }
-                }
-                self.state = if left == n { At::Token } else { At::Match { offset, left: left - n } };
-            }
-            At::End => {}
-        }
-        Ok(())
-    }
-
-    /// A length: `nibble`, and when it is 15, the bytes that follow added to it until one is
-    /// not 255.
-    fn length(&mut self, nibble: usize) -> std::io::Result<usize> {
-        let mut len = nibble;
-        if nibble == 15 {
-            loop {
-                let b = self.byte()?;
-                len = len.checked_add(usize::from(b)).ok_or_else(|| corrupt("lz4: a length too large"))?;
-                if b != 255 {
-                    break;
+                    st = if left == n { At::Token } else { At::Match { offset, left: left - n } };
                 }
             }
-        }
-        Ok(len)
-    }
-
-    fn byte(&mut self) -> std::io::Result<u8> {
-        let b = *self.input.get(self.at).ok_or_else(|| corrupt("lz4: block ends inside a sequence"))?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn take(&mut self, n: usize) -> std::io::Result<&[u8]> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.input.len()).ok_or_else(|| corrupt("lz4: block ends inside a sequence"))?;
-        let s = &self.input[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn room(&self, len: usize) -> std::io::Result<()> {
-        if self.produced() + len > self.declared {
-            return Err(corrupt(format!("lz4: decodes to more than the {} bytes declared", self.declared)));
-        }
-        Ok(())
+        };
+        *at = i;
+        *state = st;
+        result
     }
 
     /// Drops output that is read and out of the window, once there is enough of it.
@@ -178,9 +197,7 @@ impl BufRead for Lz4Reader {
     /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.out.len() == self.read {
-            while self.out.len() - self.read < READ_AHEAD && !self.finished() {
-                self.step()?;
-            }
+            self.decode(self.read + READ_AHEAD)?;
         }
         if self.finished() && self.produced() != self.declared {
             return Err(corrupt(format!("lz4: decodes to {} bytes, {} declared", self.produced(), self.declared)));

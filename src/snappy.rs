@@ -74,84 +74,91 @@ impl SnappyReader {
         self.at >= self.input.len()
     }
 
-    /// Decodes one literal or back-reference onto `out`.
-    fn step(&mut self) -> Result<(), Stop> {
-        let tag = self.byte()?;
-        match tag & 3 {
-            0 => {
-                let mut len = usize::from(tag >> 2);
-                if len >= 60 {
-                    let extra = len - 59;
-                    let bytes = self.take(extra)?;
-                    len = bytes.iter().rev().fold(0usize, |v, b| (v << 8) | usize::from(*b));
+    /// Decodes literals and back-references onto `out` until it holds `until` bytes or the
+    /// stream ends. A short element is copied as 16 bytes and cut back (one fixed-size copy
+    /// instead of a call for a few bytes), where the input or the output holds 16 to copy.
+    fn decode(&mut self, until: usize) -> Result<(), Stop> {
+        let SnappyReader { input, at, out, dropped, declared, .. } = self;
+        let input: &[u8] = input;
+        // The most `out` may hold: what the stream declares, less what was dropped.
+        let limit = declared.saturating_sub(*dropped);
+        let ends = || corrupt("snappy: stream ends inside an element");
+        let over = |declared: usize| corrupt(format!("snappy: decodes to more than the {declared} bytes declared"));
+        let mut i = *at;
+        while out.len() < until && i < input.len() {
+            let tag = input[i];
+            i += 1;
+            let (offset, len) = match tag & 3 {
+                0 => {
+                    let mut len = usize::from(tag >> 2);
+                    if len >= 60 {
+                        let extra = len - 59;
+                        let bytes = input.get(i..i + extra).ok_or_else(ends)?;
+                        len = bytes.iter().rev().fold(0usize, |v, b| (v << 8) | usize::from(*b));
+                        i += extra;
+                    }
+                    let len = len + 1;
+                    if out.len() + len > limit {
+                        *at = i;
+                        return Err(over(*declared));
+                    }
+                    if len <= 16 && i + 16 <= input.len() {
+                        let old = out.len();
+                        out.extend_from_slice(&input[i..i + 16]);
+                        out.truncate(old + len);
+                    } else {
+                        out.extend_from_slice(input.get(i..i + len).ok_or_else(ends)?);
+                    }
+                    i += len;
+                    continue;
                 }
-                let len = len + 1;
-                self.room(len)?;
-                let start = self.at;
-                self.take(len)?;
-                self.out.extend_from_slice(&self.input[start..start + len]);
-                Ok(())
+                1 => {
+                    let low = *input.get(i).ok_or_else(ends)?;
+                    i += 1;
+                    ((usize::from(tag >> 5) << 8) | usize::from(low), 4 + usize::from((tag >> 2) & 7))
+                }
+                2 => {
+                    let b = input.get(i..i + 2).ok_or_else(ends)?;
+                    i += 2;
+                    (usize::from(u16::from_le_bytes([b[0], b[1]])), 1 + usize::from(tag >> 2))
+                }
+                _ => {
+                    let b = input.get(i..i + 4).ok_or_else(ends)?;
+                    i += 4;
+                    (u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 1 + usize::from(tag >> 2))
+                }
+            };
+            if out.len() + len > limit {
+                *at = i;
+                return Err(over(*declared));
             }
-            1 => {
-                let low = self.byte()?;
-                let len = 4 + usize::from((tag >> 2) & 7);
-                let offset = (usize::from(tag >> 5) << 8) | usize::from(low);
-                self.copy(offset, len)
+            let produced = *dropped + out.len();
+            if offset == 0 || offset > produced {
+                *at = i;
+                return Err(corrupt(format!("snappy: back-reference {offset} bytes before byte {produced}")));
             }
-            2 => {
-                let b = self.take(2)?;
-                let offset = usize::from(u16::from_le_bytes([b[0], b[1]]));
-                self.copy(offset, 1 + usize::from(tag >> 2))
+            if offset > out.len() {
+                *at = i;
+                return Err(Stop::Far);
             }
-            _ => {
-                let b = self.take(4)?;
-                let offset = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-                self.copy(offset, 1 + usize::from(tag >> 2))
-            }
-        }
-    }
-
-    fn byte(&mut self) -> Result<u8, Stop> {
-        let b = *self.input.get(self.at).ok_or_else(|| corrupt("snappy: stream ends inside an element"))?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn take(&mut self, n: usize) -> Result<&[u8], Stop> {
-        let end =
-            self.at.checked_add(n).filter(|e| *e <= self.input.len()).ok_or_else(|| corrupt("snappy: stream ends inside an element"))?;
-        let s = &self.input[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn room(&self, len: usize) -> Result<(), Stop> {
-        if self.produced() + len > self.declared {
-            return Err(corrupt(format!("snappy: decodes to more than the {} bytes declared", self.declared)));
-        }
-        Ok(())
-    }
-
-    fn copy(&mut self, offset: usize, len: usize) -> Result<(), Stop> {
-        self.room(len)?;
-        if offset == 0 || offset > self.produced() {
-            return Err(corrupt(format!("snappy: back-reference {offset} bytes before byte {}", self.produced())));
-        }
-        if offset > self.out.len() {
-            return Err(Stop::Far);
-        }
-        let start = self.out.len() - offset;
-        if offset >= len {
-            self.out.extend_from_within(start..start + len);
-        } else {
-            // Overlapping: the reference repeats its last `offset` bytes.
-            let mut left = len;
-            while left > 0 {
-                let n = left.min(self.out.len() - start);
-                self.out.extend_from_within(start..start + n);
-                left -= n;
+            let start = out.len() - offset;
+            if offset >= 16 && len <= 16 {
+                let old = out.len();
+                out.extend_from_within(start..start + 16);
+                out.truncate(old + len);
+            } else if offset >= len {
+                out.extend_from_within(start..start + len);
+            } else {
+                // Overlapping: the reference repeats its last `offset` bytes.
+                let mut left = len;
+                while left > 0 {
+                    let n = left.min(out.len() - start);
+                    out.extend_from_within(start..start + n);
+                    left -= n;
+                }
             }
         }
+        *at = i;
         Ok(())
     }
 
@@ -179,19 +186,11 @@ impl BufRead for SnappyReader {
     /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         if self.whole.is_none() {
-            while self.out.len() == self.read && !self.done() {
-                while self.out.len() - self.read < READ_AHEAD && !self.done() {
-                    match self.step() {
-                        Ok(()) => {}
-                        Err(Stop::Far) => {
-                            self.decode_whole()?;
-                            break;
-                        }
-                        Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
-                    }
-                }
-                if self.whole.is_some() {
-                    break;
+            if self.out.len() == self.read && !self.done() {
+                match self.decode(self.read + READ_AHEAD) {
+                    Ok(()) => {}
+                    Err(Stop::Far) => self.decode_whole()?,
+                    Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
                 }
             }
         }
