@@ -185,13 +185,11 @@ impl SnappyReader {
 impl BufRead for SnappyReader {
     /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.whole.is_none() {
-            if self.out.len() == self.read && !self.done() {
-                match self.decode(self.read + READ_AHEAD) {
-                    Ok(()) => {}
-                    Err(Stop::Far) => self.decode_whole()?,
-                    Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
-                }
+        if self.whole.is_none() && self.out.len() == self.read && !self.done() {
+            match self.decode(self.read + READ_AHEAD) {
+                Ok(()) => {}
+                Err(Stop::Far) => self.decode_whole()?,
+                Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
             }
         }
         if let Some((whole, position)) = &self.whole {

@@ -176,9 +176,7 @@ fn decoder(codec: Compression, data: Bytes, declared: usize) -> Result<Box<dyn B
         Compression::LZ4_RAW => Box::new(Lz4Reader::new(data, declared)),
         Compression::GZIP(_) => buffered(Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data)))),
         Compression::BROTLI(_) => buffered(Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER))),
-        Compression::ZSTD(_) => {
-            buffered(Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?))
-        }
+        Compression::ZSTD(_) => buffered(Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?)),
         other => return Err(general(format!("{other} pages are not streamed"))),
     })
 }
