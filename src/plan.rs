@@ -33,15 +33,11 @@ pub struct InputSummary {
     pub data_bytes: u64,
     pub file_bytes: u64,
     pub row_groups: usize,
-    /// Per row group: what an open reader of it holds, by estimate — per column its uncompressed
-    /// chunk, up to one page of `PAGE_ESTIMATE` (page sizes are not in the footer), and its
-    /// codec's state (`codec_state`).
+    /// Per row group: what an open reader of it holds, by estimate — per column its pages
+    /// (`streamed::pages_estimate`: page sizes are not in the footer) and its codec's state
+    /// (`codec_state`).
     pub reader_bytes: Vec<u64>,
 }
-
-/// The page size assumed when estimating an open reader's pages: the common writers' default
-/// (parquet-rs, Arrow C++, hyparquet-writer).
-pub const PAGE_ESTIMATE: u64 = 1 << 20;
 
 /// What an open column chunk reader holds for its codec besides the page: parquet-rs creates a
 /// codec per column chunk, and a zstd one holds a decompression context (and an idle compression
@@ -172,14 +168,13 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
         let path = input.path.clone();
         // (planning reads footers only: no page is decoded here)
         let file = open_input(&path, u64::MAX)?;
-        let file_bytes = file.len();
         let meta = load_metadata(&path, &file, None)?;
         let pq = meta.metadata();
         let descr = pq.file_metadata().schema_descr_ptr();
         if !distinct.iter().any(|(_, d)| d.root_schema().get_fields() == descr.root_schema().get_fields()) {
             distinct.push((path.clone(), descr.clone()));
         }
-        let mut summary = summarize(&path, pq, file_bytes, &mut leaves, &mut codec_bytes)?;
+        let mut summary = summarize(&path, pq, &file, &mut leaves, &mut codec_bytes)?;
         summary.location = input.location.clone();
         summary.deletes = input.deletes.clone();
         inputs.push(summary);
@@ -224,7 +219,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
 fn summarize(
     path: &Path,
     pq: &ParquetMetaData,
-    file_bytes: u64,
+    file: &GuardedInput,
     leaves: &mut HashMap<String, LeafFlags>,
     codecs: &mut Vec<(Compression, u64)>,
 ) -> Result<InputSummary> {
@@ -242,7 +237,13 @@ fn summarize(
         reader_bytes.push(
             rg.columns()
                 .iter()
-                .map(|c| u64::try_from(c.uncompressed_size()).unwrap_or(0).min(PAGE_ESTIMATE) + codec_state(c.compression()))
+                .map(|c| {
+                    // (a large chunk's first page header is read: the footer has no page sizes)
+                    let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset()).max(0) as u64;
+                    let large_first = c.uncompressed_size() >= crate::streamed::LARGE_PAGE as i64
+                        && file.page_size_at(start).is_none_or(|size| size >= crate::streamed::LARGE_PAGE);
+                    crate::streamed::pages_estimate(c, large_first) + codec_state(c.compression())
+                })
                 .sum(),
         );
         for col in rg.columns() {
@@ -263,7 +264,7 @@ fn summarize(
         deletes: Vec::new(),
         rows,
         data_bytes,
-        file_bytes,
+        file_bytes: file.len(),
         row_groups: pq.num_row_groups(),
         reader_bytes,
     })

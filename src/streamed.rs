@@ -51,8 +51,12 @@ use std::io::{BufRead, BufReader, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Pages declaring at least this many bytes uncompressed are streamed (as for `views`).
-pub const LARGE_PAGE: u64 = crate::views::LARGE_PAGE;
+/// Pages declaring at least this many bytes uncompressed are large: streamed here, and decoded
+/// as views without `sortBy` (`views`).
+pub const LARGE_PAGE: u64 = 4 << 20;
+/// The page size assumed when estimating an open reader's pages: the common writers' default
+/// (parquet-rs, Arrow C++, hyparquet-writer).
+pub const PAGE_ESTIMATE: u64 = 1 << 20;
 /// The values a slice holds, at least (a value is never cut; one larger is a slice of its own).
 pub const SLICE: usize = 1 << 20;
 /// What a stream decoder holds besides: the window of ZSTD and BROTLI at writers' default
@@ -86,6 +90,11 @@ pub fn reads(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
 
 /// Whether the large pages of `column` (a chunk of `file`) are streamed in slices.
 fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
+    streamable(column) && file.checks_pages()
+}
+
+/// Whether the large pages of `column` are streamed where the input's page headers are checked.
+fn streamable(column: &ColumnChunkMetaData) -> bool {
     let d = column.column_descr();
     let codec = matches!(
         column.compression(),
@@ -101,7 +110,26 @@ fn streams(file: &GuardedInput, column: &ColumnChunkMetaData) -> bool {
         && d.max_rep_level() == 0
         && d.max_def_level() <= 1
         && column.uncompressed_size() >= LARGE_PAGE as i64
-        && file.checks_pages()
+}
+
+/// What an open reader of `column` holds of its pages at most, by estimate (the footer has no
+/// page sizes), for planning a merge straight from the inputs; `large_first`: the chunk's first
+/// page (its dictionary page, if any) declares at least `LARGE_PAGE` bytes. A chunk whose first
+/// page is not large, one page of up to `PAGE_ESTIMATE` (the common writers' pages); else, when
+/// its large pages stream, one page compressed (at most the chunk compressed), a slice, the
+/// decoder and the page's levels, as `hold_stream` accounts them, and otherwise the chunk
+/// uncompressed (a writer may put it in one page: DuckDB does).
+pub fn pages_estimate(column: &ColumnChunkMetaData, large_first: bool) -> u64 {
+    let uncompressed = u64::try_from(column.uncompressed_size()).unwrap_or(0);
+    if !large_first || uncompressed < LARGE_PAGE {
+        return uncompressed.min(PAGE_ESTIMATE);
+    }
+    if streamable(column) {
+        let compressed = u64::try_from(column.compressed_size()).unwrap_or(u64::MAX).min(uncompressed);
+        let levels = u64::try_from(column.num_values()).unwrap_or(0).saturating_mul(2);
+        return compressed.saturating_add((DECODER + SLICE) as u64).saturating_add(levels);
+    }
+    uncompressed
 }
 
 /// The page reader of `column` when `streams` holds; `counts` counts what it streams.

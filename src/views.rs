@@ -55,8 +55,8 @@ pub fn schema_with_views(schema: &Schema, columns: &HashSet<String>) -> Schema {
     Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
-/// Uncompressed bytes from which a page is large.
-pub const LARGE_PAGE: u64 = 4 << 20;
+/// Uncompressed bytes from which a page is large (`streamed`'s).
+pub const LARGE_PAGE: u64 = crate::streamed::LARGE_PAGE;
 
 /// Chooses the columns decoded as views (see the module doc) and turns them into views in
 /// `plan.arrow_schema`. `keep_plain`: top-level columns used as keys.

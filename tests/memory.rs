@@ -221,6 +221,46 @@ fn pages_far_larger_than_a_batch_are_never_held_whole_and_the_bound_holds() {
     }
 }
 
+/// What a merge straight from the inputs is planned on (`InputSummary::reader_bytes`, what an
+/// open reader of a row group holds): a chunk that is one large page, streamed, is held
+/// compressed, whole, while it is handed on in slices, so it counts at least its compressed
+/// bytes; a chunk of pages of the usual size counts one such page per column. (Planned on
+/// 1 MiB a column whatever the pages, pyarrow files of fat values sorted by ts were merged
+/// with 20 open at once, and held 172 MiB above an idle process against the 160 MiB bound.)
+#[test]
+fn a_merge_from_the_inputs_is_planned_on_the_compressed_pages_its_readers_hold() {
+    let dir = Scratch::new("memory-merge-estimate");
+    // 4 files × 1,600 rows × ~30 KB of history: pages of the usual size (parquet-rs's 1 MiB),
+    // then each file's history as one page of ~48 MB, compressed with SNAPPY.
+    let (small, _) = write_unique_inputs(dir.path(), 4, 1600, 30_000);
+    let (large, page) = as_large_pages(&small, dir.path(), true, Compression::SNAPPY);
+    assert!(page >= 40 << 20, "the history chunk is one page of {page} bytes");
+    let plan = |files: &[String]| {
+        let inputs: Vec<gencompact::iceberg::input::InputFile> =
+            files.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect();
+        gencompact::plan::build_plan(&inputs).unwrap()
+    };
+    let footer = |f: &String| parquet::file::reader::SerializedFileReader::new(File::open(f).unwrap()).unwrap();
+    let p = plan(&large);
+    for (i, f) in large.iter().enumerate() {
+        let meta = parquet::file::reader::FileReader::metadata(&footer(f)).clone();
+        let chunk = meta.row_group(0).column(3);
+        let compressed = chunk.compressed_size() as u64;
+        assert!(compressed > 4 << 20, "the page compresses to {compressed} bytes, more than four pages of the usual size");
+        let estimate = p.inputs[i].reader_bytes[0];
+        assert!(estimate >= compressed, "{f}: a reader planned at {estimate} bytes holds a {compressed}-byte page");
+    }
+    let p = plan(&small);
+    for (i, f) in small.iter().enumerate() {
+        let meta = parquet::file::reader::FileReader::metadata(&footer(f)).clone();
+        let rg = meta.row_group(0);
+        assert!(rg.column(3).uncompressed_size() > 8 << 20, "{f}: the history chunk spans many pages");
+        let most: u64 = rg.columns().iter().map(|c| (1u64 << 20) + gencompact::plan::codec_state(c.compression())).sum();
+        let estimate = p.inputs[i].reader_bytes[0];
+        assert!(estimate <= most, "{f}: pages of the usual size planned at {estimate} bytes, more than one page a column ({most})");
+    }
+}
+
 #[test]
 fn inputs_of_an_older_schema_are_read_for_the_sort_keys_only_and_the_bound_holds() {
     let dir = Scratch::new("memory-evolved");
