@@ -208,9 +208,9 @@ const UNIQUE_GENERATOR = path.join(ROOT, 'fixtures', 'gen-unique.py')
 const UNIQUE_REWRITE = path.join(__dirname, 'unique-rewrite.js')
 // fixtures/gen-unique.py's defaults: ~52 KB decoded per row, ~47 KB of it the row's own request frame
 const UNIQUE_SHAPE = { rows: 52329, files: 230, tuples: 30, seed: 1, fatBytes: 47000 }
-const UNIQUE_SHAPES = ['unique', 'unique-duckdb', 'unique-hyparquet', 'unique-evolved', 'unique-lz4']
-// the codecs of the pyarrow-written unique shapes' files, round robin (gen-unique.py's default: snappy,zstd,gzip)
-const UNIQUE_CODECS = { 'unique-lz4': 'lz4,brotli' }
+const UNIQUE_SHAPES = ['unique', 'unique-duckdb', 'unique-hyparquet', 'unique-evolved', 'unique-lz4', 'unique-varied']
+// fixtures/gen-unique.py's options for the pyarrow-written unique shapes beside its defaults
+const UNIQUE_OPTIONS = { 'unique-lz4': ['--codecs', 'lz4,brotli'], 'unique-varied': ['--novelty', '0.5'] }
 
 function pythonWithPyarrow(shape) {
   if (spawnSync('python3', ['-c', 'import pyarrow'], { stdio: 'ignore' }).status !== 0) {
@@ -230,6 +230,7 @@ function checkShape(dir) {
  * `unique`: fixtures/gen-unique.py, pyarrow, files round robin over SNAPPY, ZSTD, GZIP;
  * `unique-evolved`: the same with the newest 10 % of the files gaining a nullable `region` column;
  * `unique-lz4`: the same rows, files round robin over LZ4 (pyarrow's `lz4`: LZ4_RAW) and BROTLI;
+ * `unique-varied`: rows of less repetitive text (half the lines of a message fresh, not 3 %);
  * `unique-duckdb` / `unique-hyparquet`: the `unique` files re-written file by file by DuckDB /
  * hyparquet-writer with their default settings (bench/unique-rewrite.js). `gen` holds rows, files,
  * tuples, seed, fatBytes (rows and files already scaled). Cached under bench/data/unique-<params>[-<writer>]/
@@ -238,14 +239,14 @@ function checkShape(dir) {
 async function ensureUnique(gen, duck, shape) {
   if (!UNIQUE_SHAPES.includes(shape)) throw new Error(`not a unique shape: ${shape}`)
   const key = `unique-r${gen.rows}-f${gen.files}-t${gen.tuples}-s${gen.seed}-fat${gen.fatBytes}`
-  const writer = ['unique', 'unique-evolved', 'unique-lz4'].includes(shape) ? 'pyarrow' : shape.slice('unique-'.length)
+  const writer = ['unique', 'unique-evolved', 'unique-lz4', 'unique-varied'].includes(shape) ? 'pyarrow' : shape.slice('unique-'.length)
   const dir = path.join(DATA, key + (shape === 'unique' ? '' : shape.slice('unique'.length)))
   const manifestPath = path.join(dir, 'manifest.json')
   let source
   let base = null
   if (writer === 'pyarrow') {
     source = { generator: fileSha(UNIQUE_GENERATOR), gen, addColumnNewest: shape === 'unique-evolved' ? 0.1 : 0 }
-    if (UNIQUE_CODECS[shape]) source.codecs = UNIQUE_CODECS[shape]
+    if (UNIQUE_OPTIONS[shape]) source.options = UNIQUE_OPTIONS[shape]
   } else {
     base = await ensureUnique(gen, duck, 'unique')
     source = { from: fileSha(base.manifestPath), rewrite: fileSha(UNIQUE_REWRITE), writer }
@@ -266,7 +267,7 @@ async function ensureUnique(gen, duck, shape) {
     console.error(`generating the ${shape} shape (fixtures/gen-unique.py, pyarrow) in ${path.relative(ROOT, dir)} ${JSON.stringify(gen)} ...`)
     const argv = [UNIQUE_GENERATOR, '--dir', dir, '--rows', gen.rows, '--files', gen.files, '--tuples', gen.tuples,
       '--seed', gen.seed, '--fat-bytes', gen.fatBytes, '--add-column-newest', source.addColumnNewest, '--progress',
-      ...(source.codecs ? ['--codecs', source.codecs] : [])].map(String)
+      ...(source.options || [])].map(String)
     const r = spawnSync('python3', argv, { encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] })
     if (r.status !== 0) throw new Error(`fixtures/gen-unique.py failed (exit ${r.status})`)
     res = JSON.parse(r.stdout.trim().split('\n').pop())

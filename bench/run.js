@@ -29,7 +29,8 @@
 //                            unique-duckdb (those files re-written by DuckDB's COPY, SNAPPY),
 //                            unique-hyparquet (re-written by hyparquet-writer, SNAPPY),
 //                            unique-evolved (unique, and the newest 10 % of the files gain a column),
-//                            unique-lz4 (unique's rows, files round robin over LZ4_RAW and BROTLI)
+//                            unique-lz4 (unique's rows, files round robin over LZ4_RAW and BROTLI),
+//                            unique-varied (less repetitive text: gen-unique.py --novelty 0.5)
 //     --scale N              N times the rows and files (the same row shape and tuples; default 1)
 //     --rows N --files N --tuples N --seed N --fat-bytes N --row-bytes N
 //     --row-group-size N --dup-rate X      generator options (default: the seed shape; the unique
