@@ -166,7 +166,8 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
     for input in files {
         let path = input.path.clone();
-        // (planning reads footers only: no page is decoded here)
+        // (planning reads footers, and a large column chunk's first page header: no page is
+        // decoded here)
         let file = open_input(&path, u64::MAX)?;
         let meta = load_metadata(&path, &file, None)?;
         let pq = meta.metadata();
@@ -238,11 +239,14 @@ fn summarize(
             rg.columns()
                 .iter()
                 .map(|c| {
-                    // (a large chunk's first page header is read: the footer has no page sizes)
+                    // (the footer has no page sizes: a large chunk's first page header is read,
+                    // and one that cannot be is taken as large)
                     let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset()).max(0) as u64;
-                    let large_first = c.uncompressed_size() >= crate::streamed::LARGE_PAGE as i64
-                        && file.page_size_at(start).is_none_or(|size| size >= crate::streamed::LARGE_PAGE);
-                    crate::streamed::pages_estimate(c, large_first) + codec_state(c.compression())
+                    let first_page = match c.uncompressed_size() >= crate::streamed::LARGE_PAGE as i64 {
+                        true => file.page_size_at(start).unwrap_or(u64::MAX),
+                        false => 0,
+                    };
+                    crate::streamed::pages_estimate(c, first_page) + codec_state(c.compression())
                 })
                 .sum(),
         );

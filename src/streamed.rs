@@ -113,16 +113,17 @@ fn streamable(column: &ColumnChunkMetaData) -> bool {
 }
 
 /// What an open reader of `column` holds of its pages at most, by estimate (the footer has no
-/// page sizes), for planning a merge straight from the inputs; `large_first`: the chunk's first
-/// page (its dictionary page, if any) declares at least `LARGE_PAGE` bytes. A chunk whose first
-/// page is not large, one page of up to `PAGE_ESTIMATE` (the common writers' pages); else, when
-/// its large pages stream, one page compressed (at most the chunk compressed), a slice, the
-/// decoder and the page's levels, as `hold_stream` accounts them, and otherwise the chunk
-/// uncompressed (a writer may put it in one page: DuckDB does).
-pub fn pages_estimate(column: &ColumnChunkMetaData, large_first: bool) -> u64 {
+/// page sizes), for planning a merge straight from the inputs; `first_page`: the bytes the
+/// chunk's first page (its dictionary page, if any) declares, where that was read (else 0). A
+/// chunk whose first page is not large, one page as large as that one or `PAGE_ESTIMATE` (the
+/// common writers' pages), at most the chunk; else, when its large pages stream, one page
+/// compressed (at most the chunk compressed), a slice, the decoder and the page's levels, as
+/// `hold_stream` accounts them, and otherwise the chunk uncompressed (a writer may put it in
+/// one page: DuckDB does).
+pub fn pages_estimate(column: &ColumnChunkMetaData, first_page: u64) -> u64 {
     let uncompressed = u64::try_from(column.uncompressed_size()).unwrap_or(0);
-    if !large_first || uncompressed < LARGE_PAGE {
-        return uncompressed.min(PAGE_ESTIMATE);
+    if first_page < LARGE_PAGE || uncompressed < LARGE_PAGE {
+        return first_page.max(PAGE_ESTIMATE).min(uncompressed);
     }
     if streamable(column) {
         let compressed = u64::try_from(column.compressed_size()).unwrap_or(u64::MAX).min(uncompressed);
