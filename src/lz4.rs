@@ -9,8 +9,8 @@
 //! what a match copies. The block carries no length of its own: the page header declares it.
 //! A long run of literals or a long match is decoded a piece at a time.
 //!
-//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus what
-//! the caller asked for but has not read yet (at most `READ_AHEAD`, and one piece, `PIECE`).
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus
+//! output decoded but not read yet (at most `READ_AHEAD` and one piece, `PIECE`).
 
 use bytes::Bytes;
 use std::io::{BufRead, Error, ErrorKind, Read};
@@ -20,7 +20,7 @@ const WINDOW: usize = 64 << 10;
 /// Output read and out of the window is dropped once there is this much of it: each drop moves
 /// the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
 const DROP: usize = 1 << 20;
-/// Output decoded ahead of a read at most (beyond the bytes it asked for).
+/// Output decoded at once when a read finds none left (`fill_buf`).
 const READ_AHEAD: usize = 64 << 10;
 /// Literals or match bytes decoded at once, at most.
 const PIECE: usize = 64 << 10;

@@ -9,9 +9,9 @@
 //! A stream that reaches further than the window kept is not an error: it is decoded again,
 //! whole, by `snap`, from its start, and handed on from where the reader had got to.
 //!
-//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus what
-//! the caller asked for but has not read yet (at most `READ_AHEAD`); the whole decoded stream
-//! only when it reaches further back.
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus
+//! output decoded but not read yet (`READ_AHEAD` and the element that passes it); the whole
+//! decoded stream only when it reaches further back.
 
 use crate::hybrid::varint;
 use bytes::Bytes;
@@ -22,7 +22,7 @@ const WINDOW: usize = 128 << 10;
 /// Output read and out of the window is dropped once there is this much of it: each drop
 /// moves the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
 const DROP: usize = 1 << 20;
-/// Output decoded ahead of a read at most (beyond the bytes it asked for).
+/// Output decoded at once when a read finds none left (`fill_buf`).
 const READ_AHEAD: usize = 64 << 10;
 
 /// A raw Snappy stream, read as its decoded bytes.
