@@ -64,6 +64,7 @@ pub mod unify;
 pub mod union;
 pub mod verify;
 pub mod views;
+pub mod window;
 pub mod write;
 pub mod writing;
 

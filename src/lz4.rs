@@ -9,17 +9,15 @@
 //! what a match copies. The block carries no length of its own: the page header declares it.
 //! A long run of literals or a long match is decoded a piece at a time.
 //!
-//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `window::DROP`), plus
 //! output decoded but not read yet (at most `READ_AHEAD` and one piece, `PIECE`).
 
+use crate::window::{read_buffered, Window};
 use bytes::Bytes;
 use std::io::{BufRead, Error, ErrorKind, Read};
 
 /// Output kept for matches: the farthest an LZ4 offset reaches.
 const WINDOW: usize = 64 << 10;
-/// Output read and out of the window is dropped once there is this much of it: each drop moves
-/// the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
-const DROP: usize = 1 << 20;
 /// Output decoded at once when a read finds none left (`fill_buf`).
 const READ_AHEAD: usize = 64 << 10;
 /// Literals or match bytes decoded at once, at most.
@@ -44,12 +42,8 @@ pub struct Lz4Reader {
     /// The next input byte.
     at: usize,
     state: At,
-    /// The output kept: the window and what is not read yet.
-    out: Vec<u8>,
-    /// Bytes of `out` already read.
-    read: usize,
-    /// Output bytes dropped from the front of `out`.
-    dropped: usize,
+    /// The output kept (`WINDOW` of it for matches).
+    window: Window,
     declared: usize,
 }
 
@@ -76,11 +70,11 @@ fn length(input: &[u8], i: &mut usize, nibble: usize) -> std::io::Result<usize> 
 
 impl Lz4Reader {
     pub fn new(input: Bytes, declared: usize) -> Self {
-        Lz4Reader { input, at: 0, state: At::Token, out: Vec::new(), read: 0, dropped: 0, declared }
+        Lz4Reader { input, at: 0, state: At::Token, window: Window::default(), declared }
     }
 
     fn produced(&self) -> usize {
-        self.dropped + self.out.len()
+        self.window.produced()
     }
 
     /// The block is decoded to its end (a block whose last sequence has a match is taken as
@@ -94,7 +88,8 @@ impl Lz4Reader {
     /// back (one fixed-size copy instead of a call for a few bytes), where the input or the
     /// output holds 32 to copy.
     fn decode(&mut self, until: usize) -> std::io::Result<()> {
-        let Lz4Reader { input, at, state, out, dropped, declared, .. } = self;
+        let Lz4Reader { input, at, state, window, declared, .. } = self;
+        let Window { out, dropped, .. } = window;
         let input: &[u8] = input;
         // The most `out` may hold: what the page declares, less what was dropped.
         let limit = declared.saturating_sub(*dropped);
@@ -181,43 +176,28 @@ impl Lz4Reader {
         *state = st;
         result
     }
-
-    /// Drops output that is read and out of the window, once there is enough of it.
-    fn compact(&mut self) {
-        let drop = self.read.min(self.out.len().saturating_sub(WINDOW));
-        if drop >= DROP {
-            self.out.drain(..drop);
-            self.read -= drop;
-            self.dropped += drop;
-        }
-    }
 }
 
 impl BufRead for Lz4Reader {
     /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.out.len() == self.read {
-            self.decode(self.read + READ_AHEAD)?;
+        if self.window.all_read() {
+            self.decode(self.window.read + READ_AHEAD)?;
         }
         if self.finished() && self.produced() != self.declared {
             return Err(corrupt(format!("lz4: decodes to {} bytes, {} declared", self.produced(), self.declared)));
         }
-        Ok(&self.out[self.read..])
+        Ok(self.window.unread())
     }
 
     fn consume(&mut self, n: usize) {
-        self.read = (self.read + n).min(self.out.len());
-        self.compact();
+        self.window.consume(n, WINDOW);
     }
 }
 
 impl Read for Lz4Reader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, buf)
     }
 }
 
@@ -225,29 +205,8 @@ impl Read for Lz4Reader {
 mod tests {
     use super::*;
 
-    fn read_all(mut r: impl Read, chunk: usize) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; chunk];
-        loop {
-            let n = r.read(&mut buf)?;
-            if n == 0 {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf[..n]);
-        }
-    }
-
-    /// Text that compresses with matches near and far, unique per line.
-    fn text(len: usize) -> Vec<u8> {
-        let mut s = Vec::with_capacity(len);
-        let mut i = 0u64;
-        while s.len() < len {
-            s.extend_from_slice(format!("{{\"turn\":{i},\"role\":\"user\",\"text\":\"{}\"}},", "abc".repeat((i % 40) as usize)).as_bytes());
-            i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 40;
-        }
-        s.truncate(len);
-        s
-    }
+    use crate::window::testdata::{read_all, text};
+    use crate::window::DROP;
 
     #[test]
     fn decodes_what_lz4_flex_encodes_in_any_read_size_and_drops_its_window() {
@@ -264,10 +223,10 @@ mod tests {
                     break;
                 }
                 out.extend_from_slice(&buf[..n]);
-                most = most.max(r.out.capacity());
+                most = most.max(r.window.out.capacity());
             }
             assert!(out == data, "read size {chunk}");
-            assert!(r.dropped > 0, "the window slid");
+            assert!(r.window.dropped > 0, "the window slid");
             assert!(most <= 2 * (WINDOW + DROP + READ_AHEAD + PIECE + chunk), "kept {most} bytes at read size {chunk}");
         }
     }
@@ -308,7 +267,7 @@ mod tests {
         let mut r = Lz4Reader::new(Bytes::from(s), data.len());
         let out = read_all(&mut r, 4096).unwrap();
         assert!(out == data);
-        assert!(r.out.capacity() <= 2 * (WINDOW + DROP + READ_AHEAD + PIECE + 4096), "kept {} bytes", r.out.capacity());
+        assert!(r.window.out.capacity() <= 2 * (WINDOW + DROP + READ_AHEAD + PIECE + 4096), "kept {} bytes", r.window.out.capacity());
     }
 
     #[test]

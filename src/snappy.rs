@@ -9,19 +9,17 @@
 //! A stream that reaches further than the window kept is not an error: it is decoded again,
 //! whole, by `snap`, from its start, and handed on from where the reader had got to.
 //!
-//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `DROP`), plus
-//! output decoded but not read yet (`READ_AHEAD` and the element that passes it); the whole
-//! decoded stream only when it reaches further back.
+//! Memory: the window (`WINDOW`), output read but not yet dropped (less than `window::DROP`), plus
+//! output decoded but not read yet (`READ_AHEAD` and the element that passes it); the whole decoded
+//! stream only when it reaches further back.
 
 use crate::hybrid::varint;
+use crate::window::{read_buffered, Window};
 use bytes::Bytes;
 use std::io::{BufRead, Error, ErrorKind, Read};
 
 /// Output kept for back-references: twice what Snappy's compressors reach back.
 const WINDOW: usize = 128 << 10;
-/// Output read and out of the window is dropped once there is this much of it: each drop
-/// moves the window to the front of the buffer, a copy of `WINDOW` bytes per `DROP` decoded.
-const DROP: usize = 1 << 20;
 /// Output decoded at once when a read finds none left (`fill_buf`).
 const READ_AHEAD: usize = 64 << 10;
 
@@ -30,12 +28,8 @@ pub struct SnappyReader {
     input: Bytes,
     /// The next input byte.
     at: usize,
-    /// The output kept: the window and what is not read yet.
-    out: Vec<u8>,
-    /// Bytes of `out` already read.
-    read: usize,
-    /// Output bytes dropped from the front of `out`.
-    dropped: usize,
+    /// The output kept (`WINDOW` of it for back-references).
+    window: Window,
     /// The length the preamble declares.
     declared: usize,
     /// The stream decoded whole (a back-reference reached past the window), and how far it is read.
@@ -58,7 +52,7 @@ impl SnappyReader {
         let mut at = 0;
         let declared = varint(&input, &mut at).ok_or_else(|| Error::new(ErrorKind::InvalidData, "snappy: unreadable length"))?;
         let declared = usize::try_from(declared).map_err(|_| Error::new(ErrorKind::InvalidData, "snappy: length too large"))?;
-        Ok(SnappyReader { input, at, out: Vec::new(), read: 0, dropped: 0, declared, whole: None })
+        Ok(SnappyReader { input, at, window: Window::default(), declared, whole: None })
     }
 
     /// The decoded length the stream declares.
@@ -67,7 +61,7 @@ impl SnappyReader {
     }
 
     fn produced(&self) -> usize {
-        self.dropped + self.out.len()
+        self.window.produced()
     }
 
     fn done(&self) -> bool {
@@ -78,7 +72,8 @@ impl SnappyReader {
     /// stream ends. A short element is copied as 16 bytes and cut back (one fixed-size copy
     /// instead of a call for a few bytes), where the input or the output holds 16 to copy.
     fn decode(&mut self, until: usize) -> Result<(), Stop> {
-        let SnappyReader { input, at, out, dropped, declared, .. } = self;
+        let SnappyReader { input, at, window, declared, .. } = self;
+        let Window { out, dropped, .. } = window;
         let input: &[u8] = input;
         // The most `out` may hold: what the stream declares, less what was dropped.
         let limit = declared.saturating_sub(*dropped);
@@ -162,21 +157,11 @@ impl SnappyReader {
         Ok(())
     }
 
-    /// Drops output that is read and out of the window, once there is enough of it.
-    fn compact(&mut self) {
-        let drop = self.read.min(self.out.len().saturating_sub(WINDOW));
-        if drop >= DROP {
-            self.out.drain(..drop);
-            self.read -= drop;
-            self.dropped += drop;
-        }
-    }
-
     /// Decodes the stream again, whole, and goes on from the bytes already read.
     fn decode_whole(&mut self) -> std::io::Result<()> {
         let whole = snap::raw::Decoder::new().decompress_vec(&self.input).map_err(|e| Error::new(ErrorKind::InvalidData, e))?;
-        let position = self.dropped + self.read;
-        self.out = Vec::new();
+        let position = self.window.dropped + self.window.read;
+        self.window = Window::default();
         self.whole = Some((whole, position));
         Ok(())
     }
@@ -185,8 +170,8 @@ impl SnappyReader {
 impl BufRead for SnappyReader {
     /// The decoded bytes not read yet, decoding more (up to `READ_AHEAD`) when there are none.
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.whole.is_none() && self.out.len() == self.read && !self.done() {
-            match self.decode(self.read + READ_AHEAD) {
+        if self.whole.is_none() && self.window.all_read() && !self.done() {
+            match self.decode(self.window.read + READ_AHEAD) {
                 Ok(()) => {}
                 Err(Stop::Far) => self.decode_whole()?,
                 Err(Stop::Corrupt(e)) => return Err(Error::new(ErrorKind::InvalidData, e)),
@@ -201,27 +186,20 @@ impl BufRead for SnappyReader {
                 format!("snappy: decodes to {} bytes, {} declared", self.produced(), self.declared),
             ));
         }
-        Ok(&self.out[self.read..])
+        Ok(self.window.unread())
     }
 
     fn consume(&mut self, n: usize) {
         match &mut self.whole {
             Some((_, position)) => *position += n,
-            None => {
-                self.read = (self.read + n).min(self.out.len());
-                self.compact();
-            }
+            None => self.window.consume(n, WINDOW),
         }
     }
 }
 
 impl Read for SnappyReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, buf)
     }
 }
 
@@ -229,29 +207,8 @@ impl Read for SnappyReader {
 mod tests {
     use super::*;
 
-    fn read_all(mut r: impl Read, chunk: usize) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; chunk];
-        loop {
-            let n = r.read(&mut buf)?;
-            if n == 0 {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf[..n]);
-        }
-    }
-
-    /// Text that compresses with back-references near and far, unique per line.
-    fn text(len: usize) -> Vec<u8> {
-        let mut s = Vec::with_capacity(len);
-        let mut i = 0u64;
-        while s.len() < len {
-            s.extend_from_slice(format!("{{\"turn\":{i},\"role\":\"user\",\"text\":\"{}\"}},", "abc".repeat((i % 40) as usize)).as_bytes());
-            i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 40;
-        }
-        s.truncate(len);
-        s
-    }
+    use crate::window::testdata::{read_all, text};
+    use crate::window::DROP;
 
     #[test]
     fn decodes_what_snap_encodes_in_any_read_size_and_drops_its_window() {
@@ -269,10 +226,10 @@ mod tests {
                     break;
                 }
                 out.extend_from_slice(&buf[..n]);
-                most = most.max(r.out.capacity());
+                most = most.max(r.window.out.capacity());
             }
             assert!(out == data, "read size {chunk}");
-            assert!(r.dropped > 0 && r.whole.is_none(), "the window slid and the stream never needed decoding whole");
+            assert!(r.window.dropped > 0 && r.whole.is_none(), "the window slid and the stream never needed decoding whole");
             assert!(most <= 2 * (WINDOW + DROP + READ_AHEAD + chunk), "kept {most} bytes at read size {chunk}");
         }
     }
