@@ -21,6 +21,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Values of at least this many bytes on average make a column fat (`squeeze`, `fat_leaves`).
+pub const FAT_VALUE: usize = 4 << 10;
+
 /// What the plan keeps of one input.
 #[derive(Debug, Clone)]
 pub struct InputSummary {
@@ -70,6 +73,9 @@ pub struct Plan {
     pub nullable_leaves: Vec<bool>,
     /// Per leaf column: is every data page of it in every input dictionary-encoded?
     pub fully_dictionary_leaves: Vec<bool>,
+    /// Per leaf column: do its values average `FAT_VALUE` bytes or more (the inputs' chunks,
+    /// uncompressed, over their values)? Its output pages are larger (`write`).
+    pub fat_leaves: Vec<bool>,
     /// Leaf paths decoded as Arrow dictionaries (`dictionary::choose`; empty until then).
     pub dictionary_columns: HashSet<Vec<String>>,
     /// Top-level columns decoded as Arrow views (`views::choose`; empty until then).
@@ -153,6 +159,9 @@ struct LeafFlags {
     plain_pages: bool,
     nullable: bool,
     files: usize,
+    /// Uncompressed bytes and values of its chunks.
+    bytes: u64,
+    values: u64,
 }
 
 pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
@@ -196,6 +205,8 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let nullable_leaves = parquet_schema.columns().iter().map(|c| flags(c).is_none_or(|f| f.nullable || f.files < inputs.len())).collect();
     let fully_dictionary_leaves =
         parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| !f.plain_pages && f.files == inputs.len())).collect();
+    let fat_leaves =
+        parquet_schema.columns().iter().map(|c| flags(c).is_some_and(|f| f.values > 0 && f.bytes / f.values >= FAT_VALUE as u64)).collect();
     let total_rows = inputs.iter().map(|i| i.rows).sum();
     let total_data_bytes = inputs.iter().map(|i| i.data_bytes).sum();
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
@@ -208,6 +219,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
         dictionary_leaves,
         nullable_leaves,
         fully_dictionary_leaves,
+        fat_leaves,
         dictionary_columns: HashSet::new(),
         view_columns: HashSet::new(),
         total_rows,
@@ -260,6 +272,8 @@ fn summarize(
             flags.dictionary |= col.dictionary_page_offset().is_some();
             flags.plain_pages |= !all_dictionary_encoded(col);
             flags.nullable |= col.statistics().and_then(|s| s.null_count_opt()) != Some(0);
+            flags.bytes = flags.bytes.saturating_add(u64::try_from(col.uncompressed_size()).unwrap_or(0));
+            flags.values = flags.values.saturating_add(u64::try_from(col.num_values()).unwrap_or(0));
         }
     }
     Ok(InputSummary {

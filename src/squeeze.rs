@@ -28,8 +28,7 @@ use arrow_buffer::{ArrowNativeType, Buffer, NullBuffer, OffsetBuffer, ScalarBuff
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use std::sync::Arc;
 
-/// Values of at least this many bytes on average make a column fat.
-pub const FAT_VALUE: usize = 4 << 10;
+pub use crate::plan::FAT_VALUE;
 
 /// The fat columns of a sort's rows, and the schema its squeezed rows have.
 pub struct Squeeze {

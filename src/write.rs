@@ -501,16 +501,25 @@ pub(crate) fn write_error(path: &Path, e: ParquetError) -> CompactError {
     }
 }
 
+/// The dictionary page limit of a column some input let fall back to plain (parquet-rs's and
+/// Arrow C++'s default).
+const FALLBACK_DICTIONARY_LIMIT: usize = 1 << 20;
+/// The data page limit of a fat column (`Plan::fat_leaves`; parquet-rs's default elsewhere,
+/// 1 MiB). A page comes out at the limit or a few values above it, and is compressed on its
+/// own: the more of a column's values a page holds, the more of what they repeat from one
+/// another its compression finds (text replayed from rows a few dozen rows back, as output
+/// sorted by time has it). Larger pages would find more still, but their buffers, uncompressed,
+/// grow past 2 MiB while encoded, which the allocator serves less well beside a merge's: more
+/// page faults than time saved where the sort key is unrelated to arrival (bench/HISTORY.md).
+const FAT_PAGE_BYTES: usize = 3 << 19;
+
 /// Writer settings: the requested codec; dictionary encoding where any input used it — with a
 /// dictionary limit as large as a row group may be where every input dictionary-encoded every
 /// page (fat repeated values then never fall back to plain), else parquet-rs's default limit,
 /// so that values unique to each row, which an input's writer already let fall back to plain,
 /// do not build a dictionary as large as the row group (a copy of every value, held until
-/// the row group closes); truncated statistics; the inputs' key-value metadata.
-/// The dictionary page limit of a column some input let fall back to plain (parquet-rs's and
-/// Arrow C++'s default).
-const FALLBACK_DICTIONARY_LIMIT: usize = 1 << 20;
-
+/// the row group closes); larger data pages for fat columns; truncated statistics; the inputs'
+/// key-value metadata.
 pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec<SortingColumn>>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(opts.codec())
@@ -537,6 +546,9 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
         let path = plan.parquet_schema.column(i).path().clone();
         if dictionary && !plan.fully_dictionary_leaves.get(i).copied().unwrap_or(false) {
             b = b.set_column_dictionary_page_size_limit(path.clone(), FALLBACK_DICTIONARY_LIMIT);
+        }
+        if plan.fat_leaves.get(i).copied().unwrap_or(false) {
+            b = b.set_column_data_page_size_limit(path.clone(), FAT_PAGE_BYTES);
         }
         b = b.set_column_dictionary_enabled(path, dictionary);
     }
