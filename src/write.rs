@@ -512,6 +512,10 @@ const FALLBACK_DICTIONARY_LIMIT: usize = 1 << 20;
 /// grow past 2 MiB while encoded, which the allocator serves less well beside a merge's: more
 /// page faults than time saved where the sort key is unrelated to arrival (bench/HISTORY.md).
 const FAT_PAGE_BYTES: usize = 3 << 19;
+/// At most this many fat columns get `FAT_PAGE_BYTES`; where there are more, all keep the
+/// default: their page buffers are encoded at once, and seven columns of 1.5 MiB pages took the
+/// kernel's share of a sort's CPU from 14.5 % to 18 % (bench/HISTORY.md).
+const FAT_PAGE_COLUMNS: usize = 2;
 
 /// Writer settings: the requested codec; dictionary encoding where any input used it — with a
 /// dictionary limit as large as a row group may be where every input dictionary-encoded every
@@ -536,6 +540,7 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
     if !plan.key_value.is_empty() {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
     }
+    let fat_pages = plan.fat_leaves.iter().filter(|&&fat| fat).count() <= FAT_PAGE_COLUMNS;
     for (i, used) in plan.dictionary_leaves.iter().enumerate() {
         // A row group whose chunk of a column is all null gets an empty dictionary page, and
         // hyparquet-compressors (1.1.2) rejects the empty LZ4 block encoding it. Under LZ4 only
@@ -547,7 +552,7 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
         if dictionary && !plan.fully_dictionary_leaves.get(i).copied().unwrap_or(false) {
             b = b.set_column_dictionary_page_size_limit(path.clone(), FALLBACK_DICTIONARY_LIMIT);
         }
-        if plan.fat_leaves.get(i).copied().unwrap_or(false) {
+        if fat_pages && plan.fat_leaves.get(i).copied().unwrap_or(false) {
             b = b.set_column_data_page_size_limit(path.clone(), FAT_PAGE_BYTES);
         }
         b = b.set_column_dictionary_enabled(path, dictionary);

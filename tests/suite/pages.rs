@@ -1,6 +1,6 @@
 //! Output data pages: a fat column (values of `FAT_VALUE` bytes or more on average in the
-//! inputs) gets pages of at least 1.5 MiB, the others parquet-rs's default limit; read back page
-//! by page with parquet-rs's own page reader.
+//! inputs) gets pages of at least 1.5 MiB, the others parquet-rs's default limit, and so do
+//! three fat columns; read back page by page with parquet-rs's own page reader.
 
 use crate::common;
 
@@ -62,6 +62,40 @@ fn a_fat_column_is_written_in_pages_of_at_least_one_and_a_half_mib_and_the_other
         }
         for (c, sizes) in rg.iter().enumerate().filter(|(c, _)| *c != body) {
             assert!(sizes.iter().all(|&size| size <= 1 << 20), "column {c}'s pages stay at the default limit: {sizes:?}");
+        }
+    }
+}
+
+#[test]
+fn three_fat_columns_keep_the_default_page_limit() {
+    use arrow_array::{ArrayRef, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Schema};
+    let s = Scratch::new("pages-three");
+    let schema =
+        std::sync::Arc::new(Schema::new((0..3).map(|c| field(&format!("fat{c}"), DataType::Utf8, false, c + 1)).collect::<Vec<_>>()));
+    let mut files = Vec::new();
+    for f in 0..2 {
+        let cols: Vec<ArrayRef> = (0..3)
+            .map(|c| {
+                let values = (0..300).map(|r| noise((f * 1000 + c * 100_000 + r) as u64, 8192));
+                std::sync::Arc::new(StringArray::from_iter_values(values)) as ArrayRef
+            })
+            .collect();
+        let path = s.path().join(format!("in-{f}.parquet"));
+        let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), None).unwrap();
+        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap()).unwrap();
+        w.close().unwrap();
+        files.push(path.display().to_string());
+    }
+    let inputs: Vec<InputFile> = files.iter().map(|f| InputFile::plain(f.as_str())).collect();
+    let plan = build_plan(&inputs).unwrap();
+    assert_eq!(plan.fat_leaves, vec![true, true, true], "each column of 8 KB values of their own is fat");
+    let r = run(&files, &opts(&s.path().join("out"))).unwrap();
+    assert_eq!(r.rows_written, 600);
+    for rg in data_pages(&r.files[0].path) {
+        for (c, chunk) in rg.iter().enumerate() {
+            assert!(chunk.len() >= 3, "column {c}'s ~4.9 MB in pages: {chunk:?}");
+            assert!(chunk.iter().all(|&size| size < 3 << 19), "column {c} keeps the default limit: {chunk:?}");
         }
     }
 }
