@@ -12,7 +12,7 @@
 //! Memory: the window (`WINDOW`), output read but not yet dropped (less than `window::DROP`), plus
 //! output decoded but not read yet (at most `READ_AHEAD` and one piece, `PIECE`).
 
-use crate::window::{read_buffered, Window};
+use crate::window::{copy_back, read_buffered, Window};
 use bytes::Bytes;
 use std::io::{BufRead, Error, ErrorKind, Read};
 
@@ -152,22 +152,7 @@ impl Lz4Reader {
                         break Err(over());
                     }
                     // (the window keeps at least `WINDOW` bytes, the farthest an offset reaches)
-                    let start = out.len() - offset;
-                    if offset >= 32 && n <= 32 {
-                        let old = out.len();
-                        out.extend_from_within(start..start + 32);
-                        out.truncate(old + n);
-                    } else if offset >= n {
-                        out.extend_from_within(start..start + n);
-                    } else {
-                        // Overlapping: the match repeats its last `offset` bytes.
-                        let mut todo = n;
-                        while todo > 0 {
-                            let k = todo.min(out.len() - start);
-                            out.extend_from_within(start..start + k);
-                            todo -= k;
-                        }
-                    }
+                    copy_back::<32>(out, offset, n);
                     st = if left == n { At::Token } else { At::Match { offset, left: left - n } };
                 }
             }

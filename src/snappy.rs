@@ -14,7 +14,7 @@
 //! stream only when it reaches further back.
 
 use crate::hybrid::varint;
-use crate::window::{read_buffered, Window};
+use crate::window::{copy_back, read_buffered, Window};
 use bytes::Bytes;
 use std::io::{BufRead, Error, ErrorKind, Read};
 
@@ -136,22 +136,7 @@ impl SnappyReader {
                 *at = i;
                 return Err(Stop::Far);
             }
-            let start = out.len() - offset;
-            if offset >= 16 && len <= 16 {
-                let old = out.len();
-                out.extend_from_within(start..start + 16);
-                out.truncate(old + len);
-            } else if offset >= len {
-                out.extend_from_within(start..start + len);
-            } else {
-                // Overlapping: the reference repeats its last `offset` bytes.
-                let mut left = len;
-                while left > 0 {
-                    let n = left.min(out.len() - start);
-                    out.extend_from_within(start..start + n);
-                    left -= n;
-                }
-            }
+            copy_back::<16>(out, offset, len);
         }
         *at = i;
         Ok(())

@@ -60,6 +60,28 @@ pub fn read_buffered(r: &mut impl BufRead, buf: &mut [u8]) -> std::io::Result<us
     Ok(n)
 }
 
+/// Appends the `len` bytes that start `offset` bytes back in `out` (a back-reference, `offset`
+/// from 1 to `out.len()`): where it overlaps its own output it repeats the last `offset`
+/// bytes. A short one with room behind it is copied as a fixed `WIDE` bytes and cut back.
+#[inline(always)]
+pub fn copy_back<const WIDE: usize>(out: &mut Vec<u8>, offset: usize, len: usize) {
+    let start = out.len() - offset;
+    if offset >= WIDE && len <= WIDE {
+        let old = out.len();
+        out.extend_from_within(start..start + WIDE);
+        out.truncate(old + len);
+    } else if offset >= len {
+        out.extend_from_within(start..start + len);
+    } else {
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(out.len() - start);
+            out.extend_from_within(start..start + n);
+            left -= n;
+        }
+    }
+}
+
 /// What the decoders' tests share.
 #[cfg(test)]
 pub mod testdata {
