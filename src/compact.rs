@@ -73,10 +73,11 @@ fn run(
     // Columns whose values repeat are decoded as dictionaries from here on — all but the keys.
     let keep_plain = key_roots(&plan, opts, deletes.as_ref());
     crate::dictionary::choose(&mut plan, &keep_plain, limits.page_cap)?;
-    // ...and, unless rows are sorted (a sort buffer copies them), the other strings and
-    // binaries as views into their pages.
-    if opts.sort_by.is_none() {
-        crate::views::choose(&mut plan, &keep_plain, limits.page_cap)?;
+    // ...and the other strings and binaries with large pages as views into them; where rows
+    // are sorted (gathering a sorted chunk copies them), the fat ones.
+    match opts.sort_by {
+        None => crate::views::choose(&mut plan, &keep_plain, limits.page_cap)?,
+        Some(_) => crate::views::choose_for_sort(&mut plan, &keep_plain),
     }
     let plan = plan;
     // Writer settings, built once: every data file (and the divert side file) shares them.

@@ -9,6 +9,9 @@
 //! then gathers only the keys of a column whose sources share one dictionary, and the chunks of
 //! a spilled run reference the same dictionary, which the IPC writer writes once per run.
 //!
+//! View columns (a sort's fat columns, `views`) are gathered into the plain wide types they
+//! stand for: a gathered chunk holds its own values, not the pages they were decoded from.
+//!
 //! Memory: a shared dictionary holds each referenced value once — at most what the buffer's
 //! own dictionaries held — and no more than the `cap` the caller gives for all columns
 //! together; a column whose dictionary would not fit keeps its batches' own dictionaries.
@@ -205,15 +208,36 @@ fn merge_values<T: ByteArrayType>(arrays: &[ArrayRef], room: &mut usize) -> Opti
 /// gathered by arrow, which merges the dictionaries of the values picked.
 pub fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Result<RecordBatch> {
     let Some(first) = sources.first() else { return Err(CompactError::Internal("gathering rows from no batch".into())) };
-    let schema = first.schema();
+    let mut schema = first.schema();
     let columns = (0..schema.fields().len())
         .map(|c| {
             let arrays: Vec<&dyn Array> = sources.iter().map(|b| b.column(c).as_ref()).collect();
             interleave_column(&arrays, indices)
         })
         .collect::<Result<Vec<_>>>()?;
+    if schema.fields().iter().any(|f| matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView)) {
+        schema = std::sync::Arc::new(crate::views::without_views(&schema));
+    }
     RecordBatch::try_new_with_options(schema, columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))
         .map_err(|e| CompactError::Internal(format!("gathering sorted rows: {e}")))
+}
+
+/// The values at `indices` of view arrays, copied into one wide plain array of type `T`.
+fn gather_views<'a, T: ByteArrayType>(
+    arrays: &[&'a dyn Array],
+    indices: &[(usize, usize)],
+    value: impl Fn(&'a dyn Array, usize) -> Option<&'a T::Native>,
+) -> ArrayRef {
+    let at = |&(a, r): &(usize, usize)| arrays.get(a).and_then(|x| value(*x, r));
+    let bytes: usize = indices.iter().filter_map(at).map(|v| AsRef::<[u8]>::as_ref(v).len()).sum();
+    let mut out = GenericByteBuilder::<T>::with_capacity(indices.len(), bytes);
+    for i in indices {
+        match at(i) {
+            Some(v) => out.append_value(v),
+            None => out.append_null(),
+        }
+    }
+    std::sync::Arc::new(out.finish())
 }
 
 fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Result<ArrayRef> {
@@ -259,6 +283,14 @@ fn interleave_column(arrays: &[&dyn Array], indices: &[(usize, usize)]) -> Resul
             });
             Ok(std::sync::Arc::new(StructArray::try_new(fields.clone(), children, nulls).map_err(err)?))
         }
+        // (views point into the pages they were decoded from: their values are copied out,
+        // into the plain types they stand for, `views::without_views`)
+        DataType::Utf8View => Ok(gather_views::<GenericStringType<i64>>(arrays, indices, |a, r| {
+            a.as_string_view_opt().filter(|v| v.is_valid(r)).map(|v| v.value(r))
+        })),
+        DataType::BinaryView => Ok(gather_views::<GenericBinaryType<i64>>(arrays, indices, |a, r| {
+            a.as_binary_view_opt().filter(|v| v.is_valid(r)).map(|v| v.value(r))
+        })),
         _ => arrow_select::interleave::interleave(arrays, indices).map_err(err),
     }
 }
@@ -346,6 +378,32 @@ pub(crate) mod tests {
         let (after, bytes) = share(&batches, 1 << 20).unwrap();
         assert_eq!(bytes, 0);
         assert!(after.iter().zip(&batches).all(|(a, b)| a.column(0).to_data().ptr_eq(&b.column(0).to_data())));
+    }
+
+    #[test]
+    fn view_columns_are_gathered_into_plain_wide_arrays() {
+        use arrow_array::{BinaryViewArray, LargeBinaryArray, LargeStringArray, StringViewArray};
+        use arrow_schema::{Field, Schema};
+        let long = |i: usize| format!("{i:04} a value longer than a view holds inline");
+        let batch = |from: usize| {
+            let strs: Vec<Option<String>> = (from..from + 3).map(|i| (i % 3 != 1).then(|| long(i))).collect();
+            let schema = Schema::new(vec![Field::new("s", DataType::Utf8View, true), Field::new("b", DataType::BinaryView, true)]);
+            let bins: Vec<Option<Vec<u8>>> = strs.iter().map(|s| s.as_ref().map(|s| s.as_bytes().to_vec())).collect();
+            RecordBatch::try_new(
+                std::sync::Arc::new(schema),
+                vec![std::sync::Arc::new(StringViewArray::from_iter(strs.clone())), std::sync::Arc::new(BinaryViewArray::from_iter(bins))],
+            )
+            .unwrap()
+        };
+        let (a, b) = (batch(0), batch(3));
+        let got = interleave(&[&a, &b], &[(1, 2), (0, 1), (0, 0), (1, 0)]).unwrap();
+        assert_eq!(got.schema().field(0).data_type(), &DataType::LargeUtf8);
+        assert_eq!(got.schema().field(1).data_type(), &DataType::LargeBinary);
+        let want: Vec<Option<String>> = vec![Some(long(5)), None, Some(long(0)), Some(long(3))];
+        let s = got.column(0).as_any().downcast_ref::<LargeStringArray>().unwrap();
+        assert_eq!(s.iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>(), want);
+        let bytes = got.column(1).as_any().downcast_ref::<LargeBinaryArray>().unwrap();
+        assert_eq!(bytes.iter().map(|v| v.map(|b| String::from_utf8(b.to_vec()).unwrap())).collect::<Vec<_>>(), want);
     }
 
     #[test]

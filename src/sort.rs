@@ -1,7 +1,8 @@
 //! Sort: sort one partition tuple's rows end to end by `sortBy`, within the heap bound.
 //!
 //! Rows arrive (already deduplicated, in `files` order) in batches. They are buffered up to
-//! ¾ `batchBytes` decoded bytes. A tuple that fits is sorted in memory and streamed to the
+//! ¾ `batchBytes` decoded bytes (fat columns come as views into their pages, and the pages a
+//! buffer points into count at their whole size: `views`). A tuple that fits is sorted in memory and streamed to the
 //! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
 //! fills, two at most at once where memory allows (a spill can take longer than a fill) — and
@@ -53,6 +54,7 @@ use crate::sortjob::{SortJob, CHUNK_SHARE};
 use crate::spill::{Run, RunReader, RunWriter, SpillDir, RUN_READ_STATE};
 use crate::squeeze::Squeeze;
 use crate::union::{Seen, Union, UnionBuilder};
+use crate::views::{has_views, without_views, Pinned};
 use arrow_array::RecordBatch;
 use arrow_row::{OwnedRow, RowConverter, Rows};
 use arrow_schema::SchemaRef;
@@ -114,6 +116,8 @@ pub struct Sorter<'a> {
     buffers_spilled: usize,
     squeeze_decided: bool,
     squeeze: Option<Arc<Squeeze>>,
+    /// The pages the buffer's view columns point into (`views`).
+    pinned: Pinned,
 }
 
 impl<'a> Sorter<'a> {
@@ -131,7 +135,9 @@ impl<'a> Sorter<'a> {
     ) -> Result<Self> {
         let (columns, converter) = key_converter(schema, keys)?;
         Ok(Sorter {
-            schema: schema.clone(),
+            // (runs and what is gathered from them hold plain arrays where batches come with
+            // views: `gather`)
+            schema: Arc::new(without_views(schema)),
             sort_keys: keys.to_vec(),
             keys: columns.into_iter().map(|(i, _)| i).collect(),
             converter,
@@ -154,6 +160,7 @@ impl<'a> Sorter<'a> {
             buffers_spilled: 0,
             squeeze_decided: false,
             squeeze: None,
+            pinned: Pinned::default(),
         })
     }
 
@@ -166,17 +173,27 @@ impl<'a> Sorter<'a> {
         if let Some(s) = &self.squeeze {
             squeeze(s, &mut batch)?;
         }
-        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(batch.decoded_bytes) > self.buffer_bytes() {
+        // A batch with view columns counts the pages it keeps (`views::Pinned`).
+        batch.batch = Pinned::settle(batch.batch)?;
+        let holds = |pinned: &Pinned, b: &Batch| b.decoded_bytes.saturating_add_signed(pinned.beyond_own(&b.batch));
+        let mut size = holds(&self.pinned, &batch);
+        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(size) > self.buffer_bytes() {
             self.spill_buffer()?;
             // (the switch comes at a spill: the batch that starts the next buffer is squeezed
             // too — a buffer holds batches squeezed or not, never both)
             if let Some(s) = self.squeeze.as_ref().filter(|s| !s.squeezed(&batch.batch)) {
                 squeeze(s, &mut batch)?;
             }
+            size = holds(&self.pinned, &batch);
+        }
+        if has_views(&batch.batch) {
+            let beyond = self.pinned.beyond_own(&batch.batch);
+            batch.memory.resize(batch.memory.bytes().saturating_add_signed(beyond));
+            self.pinned.admit(&batch.batch);
         }
         self.rows += n as u64;
         self.input_bytes += batch.input_bytes;
-        self.buffered_bytes += batch.decoded_bytes;
+        self.buffered_bytes += size;
         self.buffer_memory.merge(batch.memory);
         self.buffer.push(batch.batch);
         Ok(())
@@ -325,6 +342,7 @@ impl<'a> Sorter<'a> {
         check_cancel(self.cancel)?;
         let buffer = std::mem::take(&mut self.buffer);
         self.buffered_bytes = 0;
+        self.pinned.clear();
         self.buffers_spilled += 1;
         // The switch: the fat columns of this buffer, held squeezed in the buffers that follow.
         let switch = match !self.squeeze_decided && self.squeeze_now() {

@@ -14,8 +14,10 @@
 //! inputs' size.
 //!
 //! Which columns: top-level string or binary (not dictionary-encoded), not a sort key, whose
-//! values in the buffer spilled at the switch average `FAT_VALUE` bytes or more (the choice
-//! depends on the inputs alone, never on `threads`). A null stays null.
+//! values in the buffer spilled at the switch average `FAT_VALUE` bytes or more, and every view
+//! column (`views`: a sort's fat columns) — the choice depends on the inputs alone, never on
+//! `threads`. A null stays null. A column is restored as the plain type it stands for (a view
+//! column as the wide string or binary type, `views::without_views`).
 //!
 //! Memory: a squeezed batch is built beside the batch it comes from; a restored chunk beside
 //! the squeezed rows it comes from.
@@ -55,16 +57,19 @@ impl Squeeze {
     /// The columns to squeeze of rows of `schema` whose byte columns measured `sizes`
     /// (`measure`), other than `keys`; `None` when there is none.
     pub fn choose(schema: &SchemaRef, sizes: &[(u64, u64)], keys: &[usize]) -> Option<Squeeze> {
+        // (a view column is squeezed whatever its values' size: a squeezed batch holds none,
+        // nor the pages they point into)
+        let view = |c: usize| matches!(schema.fields().get(c).map(|f| f.data_type()), Some(DataType::Utf8View | DataType::BinaryView));
         let columns: Vec<usize> = sizes
             .iter()
             .enumerate()
-            .filter(|(c, (bytes, valid))| !keys.contains(c) && *valid > 0 && bytes / valid >= FAT_VALUE as u64)
+            .filter(|(c, (bytes, valid))| !keys.contains(c) && (view(*c) || (*valid > 0 && bytes / valid >= FAT_VALUE as u64)))
             .map(|(c, _)| c)
             .collect();
         if columns.is_empty() {
             return None;
         }
-        let original = schema.clone();
+        let original: SchemaRef = Arc::new(crate::views::without_views(schema));
         let fields: Vec<Field> = original
             .fields()
             .iter()
@@ -209,6 +214,7 @@ fn bytes<T: ByteArrayType>(values: Vec<u8>, ends: &[usize], nulls: Option<NullBu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
     use arrow_array::{BinaryArray, BinaryViewArray, Int64Array, LargeStringArray, StringArray, StringViewArray};
 
     fn chosen(batch: &RecordBatch, keys: &[usize]) -> Option<Squeeze> {
@@ -223,6 +229,27 @@ mod tests {
     }
 
     #[test]
+    fn a_view_column_is_squeezed_whatever_its_values_size() {
+        let values = fat(10);
+        let strs: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(LargeStringArray::from(strs)),
+            Arc::new(StringViewArray::from(vec![Some("a short value, well past twelve bytes"); 10])),
+            Arc::new(LargeStringArray::from(vec![Some("short"); 10])),
+        ];
+        let fields: Vec<Field> =
+            columns.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true)).collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let s = chosen(&batch, &[]).unwrap();
+        assert_eq!(s.columns, vec![0, 1], "the fat column and the view column, not the short plain one");
+        let restored = s.unsqueeze(&s.squeeze(&batch).unwrap()).unwrap();
+        assert_eq!(restored.column(1).data_type(), &DataType::LargeUtf8);
+        assert_eq!(restored.column(1).as_string::<i64>().value(9), "a short value, well past twelve bytes");
+        // not a key, though
+        assert_eq!(chosen(&batch, &[1]).unwrap().columns, vec![0]);
+    }
+
+    #[test]
     fn every_byte_type_comes_back_as_it_went_in_with_its_nulls() {
         let values = fat(40);
         let strs: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
@@ -234,7 +261,7 @@ mod tests {
             Arc::new(StringViewArray::from(strs.clone())),
             Arc::new(BinaryArray::from(bins.clone())),
             Arc::new(arrow_array::LargeBinaryArray::from(bins.clone())),
-            Arc::new(BinaryViewArray::from(bins)),
+            Arc::new(BinaryViewArray::from(bins.clone())),
         ];
         let fields: Vec<Field> =
             columns.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true)).collect();
@@ -245,9 +272,14 @@ mod tests {
         assert!(s.squeezed(&squeezed) && !s.squeezed(&batch));
         let held = crate::budget::decoded_size(&squeezed);
         assert!(held * 4 < crate::budget::decoded_size(&batch), "{held} against {}", crate::budget::decoded_size(&batch));
-        // what a squeezed batch grows by is what restoring it adds
+        // what a squeezed batch grows by is what restoring it adds; view columns come back as
+        // the plain types they stand for
         let restored = s.unsqueeze(&squeezed).unwrap();
-        assert_eq!(restored, batch);
+        let mut plain = batch.columns().to_vec();
+        plain[3] = Arc::new(LargeStringArray::from(strs.clone()));
+        plain[6] = Arc::new(arrow_array::LargeBinaryArray::from(bins));
+        let fields: Vec<Field> = plain.iter().enumerate().map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true)).collect();
+        assert_eq!(restored, RecordBatch::try_new(Arc::new(Schema::new(fields)), plain).unwrap());
         let values_bytes: usize = values.iter().flatten().map(String::len).sum();
         let squeezed_bytes: usize = squeezed.column(1).as_any().downcast_ref::<LargeBinaryArray>().unwrap().value_data().len();
         assert_eq!(s.growth(&squeezed), 6 * (values_bytes - squeezed_bytes));

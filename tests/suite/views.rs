@@ -1,6 +1,7 @@
 //! Strings and binaries in large pages are decoded as Arrow views into their pages
-//! (`views::choose`): which columns are chosen, and that the rows written from them are the
-//! input rows.
+//! (`views::choose`), and a sort's fat columns whatever their pages (`views::choose_for_sort`):
+//! which columns are chosen, and that the rows written from them — sorted and spilled too —
+//! are the input rows.
 
 use crate::common;
 use arrow_array::cast::AsArray;
@@ -89,4 +90,62 @@ fn rows_decoded_as_views_are_written_as_they_were_read() {
         assert_eq!(rows_of(&written), rows_of(&files), "threads {threads}");
         std::fs::remove_dir_all(&out).unwrap();
     }
+}
+
+#[test]
+fn a_sort_decodes_fat_columns_as_views_whatever_their_pages_and_not_keys() {
+    let s = Scratch::new("views-sort-choose");
+    let files = write_inputs(s.path());
+    let choose = |plan: &mut gencompact::plan::Plan, keep: &[usize]| {
+        gencompact::views::choose_for_sort(plan, keep);
+        Ok(())
+    };
+    // (the same inputs, the rule for sorts: `big`'s values are fat; `small`'s are not, though
+    // its pages are as usual as the inputs of the other test)
+    let choices = choices(&files, "big", choose, |dt| dt == &DataType::Utf8View);
+    for ((_, views), big_view) in choices.into_iter().zip([true, false]) {
+        assert_eq!(views, vec![("n".into(), false), ("big".into(), big_view), ("small".into(), false)]);
+    }
+}
+
+#[test]
+fn sorted_rows_decoded_as_views_are_spilled_and_written_in_order_as_they_were_read() {
+    let s = Scratch::new("views-sort-rows");
+    let files = write_inputs(s.path());
+    let out = s.path().join("out");
+    let mut want = rows_of(&files);
+    want.sort_by_key(|r| std::cmp::Reverse(r.0));
+    for threads in [1, 2] {
+        let mut o = opts(&out);
+        o.threads = threads;
+        o.batch_bytes = 2 << 20; // a sort buffer of 1.5 MiB: ~25 rows of 60 KB, many runs
+        o.sort_by = Some(vec![gencompact::options::SortKey { column: "n".into(), descending: true, nulls_first: false }]);
+        let report = run(&files, &o).unwrap();
+        assert!(report.files_spilled > 1, "threads {threads}: {} runs", report.files_spilled);
+        let mut got = Vec::new();
+        for f in &report.files {
+            let mut rows = rows_of(std::slice::from_ref(&f.path));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+            got.extend(rows);
+        }
+        assert_eq!(got, want, "threads {threads}");
+        // each file in order, and the files one after the other
+        let firsts: Vec<i32> = report.files.iter().map(|f| rows_in_file_order(&f.path)[0]).collect();
+        assert!(firsts.windows(2).all(|w| w[0] > w[1]), "{firsts:?}");
+        for f in &report.files {
+            let n = rows_in_file_order(&f.path);
+            assert!(n.windows(2).all(|w| w[0] > w[1]), "threads {threads}: {} out of order", f.path);
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+/// The `n` column of a file, in the file's order.
+fn rows_in_file_order(path: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for b in ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap().build().unwrap() {
+        let b = b.unwrap();
+        out.extend(b.column(0).as_primitive::<arrow_array::types::Int32Type>().values().iter().copied());
+    }
+    out
 }
