@@ -32,6 +32,10 @@ use std::sync::Arc;
 
 pub use crate::plan::FAT_VALUE;
 
+/// The field metadata key that marks a squeezed column (in memory only: chunks are restored
+/// before they are spilled).
+const SQUEEZED: &str = "gencompact:squeezed";
+
 /// The fat columns of a sort's rows, and the schema its squeezed rows have.
 pub struct Squeeze {
     columns: Vec<usize>,
@@ -75,7 +79,9 @@ impl Squeeze {
             .iter()
             .enumerate()
             .map(|(i, f)| match columns.contains(&i) {
-                true => Field::new(f.name(), DataType::LargeBinary, f.is_nullable()),
+                // (marked: a wide binary column is of the same type squeezed or not)
+                true => Field::new(f.name(), DataType::LargeBinary, f.is_nullable())
+                    .with_metadata(std::collections::HashMap::from([(SQUEEZED.to_string(), "lz4".to_string())])),
                 false => f.as_ref().clone(),
             })
             .collect();
@@ -226,6 +232,20 @@ mod tests {
     /// `n` values of about 6 KB, each its own (its row number inside), every third null.
     fn fat(n: usize) -> Vec<Option<String>> {
         (0..n).map(|i| (i % 3 != 2).then(|| format!("{i:08} {}", "conversation history ".repeat(300)))).collect()
+    }
+
+    #[test]
+    fn a_batch_of_wide_binaries_is_told_from_its_squeezed_self() {
+        let values = fat(12);
+        let bins: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref().map(str::as_bytes)).collect();
+        let column: ArrayRef = Arc::new(LargeBinaryArray::from(bins));
+        let batch =
+            RecordBatch::try_new(Arc::new(Schema::new(vec![Field::new("blob", DataType::LargeBinary, true)])), vec![column]).unwrap();
+        let s = chosen(&batch, &[]).unwrap();
+        let squeezed = s.squeeze(&batch).unwrap();
+        assert!(s.squeezed(&squeezed) && !s.squeezed(&batch));
+        assert_eq!(s.unsqueeze(&batch).unwrap(), batch);
+        assert_eq!(s.unsqueeze(&squeezed).unwrap(), batch);
     }
 
     #[test]
