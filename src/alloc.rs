@@ -17,9 +17,7 @@
 //! there: the kernel neither faults in nor zeroes fresh ones. A block that grows takes the kept
 //! range right after it, in place, where that range holds the growth (a buffer cut from the
 //! front of a range doubles into its rest); else a kept range that holds the grown block, and
-//! its bytes are copied (cheaper than fresh pages) — cut from the front of one that holds
-//! twice the grown block where there is one, so that a buffer that keeps doubling (an
-//! encoder's page, a codec's output) is copied once and then grows in place; when no kept range holds it, it grows with
+//! its bytes are copied (cheaper than fresh pages); when no kept range holds it, it grows with
 //! `mremap`, in place or moved without a copy. A new block that no kept range holds grows the
 //! largest kept range into it. Beyond that cap (or `SLOTS` ranges) the smallest kept ranges
 //! are unmapped, and every kept range is unmapped at the end of a call (`heap`).
@@ -102,22 +100,6 @@ impl Kept {
         Some(start)
     }
 
-    /// `len` bytes for a block that grows: from the front of the smallest kept range that also
-    /// holds its next doubling, so that it grows into the rest in place; else as `fit`.
-    fn fit_to_grow(&mut self, len: usize) -> Option<usize> {
-        let live = &self.ranges[..self.n];
-        let roomy = (0..live.len()).filter(|&i| live[i].1 >= len.saturating_mul(2)).min_by_key(|&i| live[i].1);
-        match roomy {
-            Some(i) => {
-                let (start, have) = live[i];
-                self.ranges[i] = (start + len, have - len);
-                self.bytes -= len;
-                Some(start)
-            }
-            None => self.fit(len),
-        }
-    }
-
     /// `extra` bytes from the kept range that starts at `end`, if it holds them (its rest
     /// stays kept): a block that ends at `end` grows into them in place.
     fn take_at(&mut self, end: usize, extra: usize) -> bool {
@@ -195,11 +177,10 @@ fn kept() -> std::sync::MutexGuard<'static, Kept> {
 }
 
 /// A mapped block of `len` bytes (a multiple of the page size), and whether its pages are
-/// fresh (zero): a kept range that holds it (for a block that grows, `grows`, one that holds
-/// its next doubling too where there is one: `Kept::fit_to_grow`), or else the largest kept
-/// range grown to it, or else a new mapping.
-unsafe fn map(len: usize, grows: bool) -> Option<(*mut u8, bool)> {
-    let fit = if grows { kept().fit_to_grow(len) } else { kept().fit(len) };
+/// fresh (zero): a kept range that holds it, or else the largest kept range grown to it, or
+/// else a new mapping.
+unsafe fn map(len: usize) -> Option<(*mut u8, bool)> {
+    let fit = kept().fit(len);
     if let Some(start) = fit {
         return Some((start as *mut u8, false));
     }
@@ -261,7 +242,7 @@ impl Allocator {
         if !large(&layout) {
             return System.alloc(layout);
         }
-        match pages(layout.size()).and_then(|len| map(len, false)) {
+        match pages(layout.size()).and_then(|len| map(len)) {
             Some((p, _)) => p,
             None => std::ptr::null_mut(),
         }
@@ -271,7 +252,7 @@ impl Allocator {
         if !large(&layout) {
             return System.alloc_zeroed(layout);
         }
-        match pages(layout.size()).and_then(|len| map(len, false)) {
+        match pages(layout.size()).and_then(|len| map(len)) {
             Some((p, fresh)) => {
                 if !fresh {
                     std::ptr::write_bytes(p, 0, layout.size());
@@ -305,16 +286,14 @@ impl Allocator {
                 } else {
                     // A kept range right after the block lends it the pages it grows by, in
                     // place; else a kept range that holds the grown block is used as it is (a
-                    // copy of the old bytes costs less than faulting in fresh pages), cut
-                    // from one that holds its next doubling too where there is one, so that
-                    // a buffer that keeps growing (an encoder's page, a codec's output) is
-                    // copied once and then grows in place; else the block grows.
+                    // copy of the old bytes costs less than faulting in fresh pages); else the
+                    // block grows.
                     let fit = {
                         let mut k = kept();
                         if k.take_at(ptr as usize + old_len, new_len - old_len) {
                             return ptr;
                         }
-                        k.fit_to_grow(new_len)
+                        k.fit(new_len)
                     };
                     if let Some(p) = fit {
                         std::ptr::copy_nonoverlapping(ptr, p as *mut u8, layout.size());
@@ -325,20 +304,13 @@ impl Allocator {
                         return p;
                     }
                     // (a block cut from a range joined from two mappings is copied)
-                    let Some((p, _)) = map(new_len, true) else { return std::ptr::null_mut() };
+                    let Some((p, _)) = map(new_len) else { return std::ptr::null_mut() };
                     std::ptr::copy_nonoverlapping(ptr, p, layout.size());
                     unmap(ptr, old_len);
                     p
                 }
             }
-            (false, true) => {
-                // (a block that outgrows the system allocator's: as a block that grows)
-                let Some((p, _)) = pages(new_size).and_then(|len| map(len, true)) else { return std::ptr::null_mut() };
-                std::ptr::copy_nonoverlapping(ptr, p, layout.size());
-                System.dealloc(ptr, layout);
-                p
-            }
-            (true, false) => {
+            _ => {
                 let p = self.alloc(new_layout);
                 if !p.is_null() {
                     std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
@@ -432,12 +404,6 @@ mod tests {
         Kept { ranges: [(0, 0); SLOTS], n: 0, bytes: 0 }
     }
 
-    impl Kept {
-        fn clone_ranges(&self) -> Kept {
-            Kept { ranges: self.ranges, n: self.n, bytes: self.bytes }
-        }
-    }
-
     #[test]
     fn kept_ranges_serve_best_fit_split_and_join_again() {
         let mut k = empty();
@@ -478,29 +444,6 @@ mod tests {
         assert!(k.take_at(block + 6 * MIB, 2 * MIB));
         assert_eq!((k.n, k.bytes), (1, 2 * MIB));
         assert_eq!(k.ranges[0], (0x3000_0000, 2 * MIB));
-    }
-
-    #[test]
-    fn a_growing_block_moves_where_it_can_double_in_place() {
-        let mut k = empty();
-        let mut out: Unmap = [(0, 0); SLOTS + 1];
-        assert_eq!(k.keep_within(0x1000_0000, 16 * MIB, KEEP_BYTES, &mut out), 0);
-        assert_eq!(k.keep_within(0x3000_0000, 3 * MIB, KEEP_BYTES, &mut out), 0);
-        assert_eq!(k.keep_within(0x5000_0000, 5 * MIB, KEEP_BYTES, &mut out), 0);
-        // a block that is not growing takes the smallest range that holds it
-        let mut fit = k.clone_ranges();
-        assert_eq!(fit.fit(2 * MIB), Some(0x3000_0000));
-        // one that grows takes the smallest that holds twice its size, from its front...
-        let block = k.fit_to_grow(2 * MIB).unwrap_or(0);
-        assert_eq!(block, 0x5000_0000);
-        // ...and doubles into the rest in place
-        assert!(k.take_at(block + 2 * MIB, 2 * MIB));
-        assert_eq!(k.bytes, 16 * MIB + 3 * MIB + MIB);
-        // where no range holds twice its size, the smallest that holds it
-        assert_eq!(k.fit_to_grow(9 * MIB), Some(0x1000_0000));
-        assert_eq!(k.fit_to_grow(3 * MIB), Some(0x1000_0000 + 9 * MIB));
-        assert_eq!(k.fit_to_grow(3 * MIB), Some(0x3000_0000));
-        assert_eq!(k.fit_to_grow(8 * MIB), None);
     }
 
     #[test]
