@@ -52,15 +52,6 @@ impl std::io::Write for Sink {
 /// At least this many rows in a batch, and non-null values of a column in it, tell whether the
 /// column's values repeat.
 const DISTINCT_SAMPLE: usize = 64;
-/// The data page limit of a fat column whose values are nearly all distinct (parquet-rs's
-/// default elsewhere, 1 MiB). A page comes out at the limit or a few values above it, and is
-/// compressed on its own: the more of a column's values a page holds, the more of what they
-/// repeat from one another its compression finds (text replayed from rows a few dozen rows
-/// back, as output sorted by time has it). Larger pages would find more still, but their
-/// buffers, uncompressed, grow past 2 MiB while encoded, which the allocator serves less well
-/// beside a merge's: more page faults than time saved where the sort key is unrelated to
-/// arrival (bench/HISTORY.md).
-pub(crate) const FAT_PAGE_BYTES: usize = 3 << 19;
 /// A column whose values in the file's first batch of `DISTINCT_SAMPLE` rows or more are
 /// distinct in at least this share is written without a dictionary.
 const DISTINCT_SHARE: f64 = 0.9;
@@ -76,8 +67,6 @@ pub struct ColumnWriter {
     props: Option<WriterProperties>,
     /// Leaf columns written without a dictionary (`DISTINCT_SHARE`).
     plain: Vec<bool>,
-    /// Leaf columns that get `FAT_PAGE_BYTES` pages where their values are nearly all distinct.
-    fat_pages: Vec<bool>,
     /// The open row group's column writers, one per leaf column (`None` while one is out
     /// with a worker).
     open: Option<Vec<Option<ArrowColumnWriter>>>,
@@ -195,14 +184,7 @@ impl Drop for Workers {
 impl ColumnWriter {
     /// A writer through the Parquet schema `parquet` (field ids, VARIANT, timestamps), for
     /// batches of `schema`.
-    pub fn new(
-        file: File,
-        schema: SchemaRef,
-        parquet: &SchemaDescriptor,
-        props: WriterProperties,
-        fat_pages: Vec<bool>,
-        threads: usize,
-    ) -> Result<Self> {
+    pub fn new(file: File, schema: SchemaRef, parquet: &SchemaDescriptor, props: WriterProperties, threads: usize) -> Result<Self> {
         let options =
             ArrowWriterOptions::new().with_properties(props.clone()).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
         let (file, factory) = ArrowWriter::try_new_with_options(Sink(file), schema.clone(), options)?.into_serialized_writer()?;
@@ -213,7 +195,6 @@ impl ColumnWriter {
             schema,
             props: Some(props),
             plain,
-            fat_pages,
             open: None,
             rows: 0,
             workers: Workers::start(threads.saturating_sub(1)),
@@ -222,9 +203,7 @@ impl ColumnWriter {
 
     /// At the file's first batch of at least `DISTINCT_SAMPLE` rows: the dictionary-encoded
     /// leaf columns (top-level byte arrays) whose values there are nearly all distinct get
-    /// writers without a dictionary, and the fat ones (`fat_pages`) larger data pages
-    /// (`FAT_PAGE_BYTES`). Fat values that repeat from row to row are compressed well in pages
-    /// of the usual size, and larger ones only cost their buffers.
+    /// writers without a dictionary.
     fn drop_useless_dictionaries(&mut self, batch: &RecordBatch, leaf_of: &[Option<usize>]) -> Result<()> {
         let Some(props) = self.props.take() else { return Ok(()) };
         let parquet = self.file.schema_descr();
@@ -232,20 +211,10 @@ impl ColumnWriter {
         for (column, leaf) in batch.columns().iter().zip(leaf_of) {
             let Some(leaf) = leaf.filter(|&l| l < parquet.num_columns() && l < self.plain.len()) else { continue };
             let path = parquet.column(leaf).path().clone();
-            let dictionary = props.dictionary_enabled(&path);
-            let fat = self.fat_pages.get(leaf).copied().unwrap_or(false);
-            if !(dictionary || fat) || !nearly_all_distinct(column.as_ref()) {
-                continue;
-            }
-            let mut next = b.unwrap_or_else(|| props.clone().into_builder());
-            if dictionary {
+            if props.dictionary_enabled(&path) && nearly_all_distinct(column.as_ref()) {
                 self.plain[leaf] = true;
-                next = next.set_column_dictionary_enabled(path.clone(), false);
+                b = Some(b.unwrap_or_else(|| props.clone().into_builder()).set_column_dictionary_enabled(path, false));
             }
-            if fat {
-                next = next.set_column_data_page_size_limit(path, FAT_PAGE_BYTES);
-            }
-            b = Some(next);
         }
         if let Some(b) = b {
             // A factory takes its settings from a file writer: this one writes nowhere and is
@@ -462,7 +431,7 @@ mod tests {
         ]));
         let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
         let props = WriterProperties::builder().set_dictionary_enabled(true).set_max_row_group_row_count(Some(n)).build();
-        let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, vec![], 2).unwrap();
+        let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, 2).unwrap();
         let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {i}"))));
         let repeated: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {}", i % 30))));
         let keys = Int32Array::from_iter_values(0..n as i32);

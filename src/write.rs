@@ -475,8 +475,7 @@ fn row_group_metadata(plan: &Plan, rg: RowGroupMetaData) -> Arc<ParquetMetaData>
 /// A Parquet writer through the inputs' own Parquet schema (field ids, VARIANT, timestamps).
 /// Its column chunks are encoded on up to `threads` threads (`encode`).
 pub(crate) fn open_writer(file: File, plan: &Plan, props: WriterProperties, path: &Path, threads: usize) -> Result<ColumnWriter> {
-    ColumnWriter::new(file, plan.arrow_schema.clone(), &plan.parquet_schema, props, fat_page_leaves(plan), threads)
-        .map_err(|e| write_error(path, e))
+    ColumnWriter::new(file, plan.arrow_schema.clone(), &plan.parquet_schema, props, threads).map_err(|e| write_error(path, e))
 }
 
 fn flush_row_group(cur: &mut OpenFile, calibration: &mut Calibration) -> Result<()> {
@@ -505,26 +504,26 @@ pub(crate) fn write_error(path: &Path, e: ParquetError) -> CompactError {
 /// The dictionary page limit of a column some input let fall back to plain (parquet-rs's and
 /// Arrow C++'s default).
 const FALLBACK_DICTIONARY_LIMIT: usize = 1 << 20;
-/// At most this many fat columns get `encode::FAT_PAGE_BYTES`; where there are more, all keep
-/// the default: their page buffers are encoded at once, and seven columns of 1.5 MiB pages took
-/// the kernel's share of a sort's CPU from 14.5 % to 18 % (bench/HISTORY.md).
+/// The data page limit of a fat column (`Plan::fat_leaves`; parquet-rs's default elsewhere,
+/// 1 MiB). A page comes out at the limit or a few values above it, and is compressed on its
+/// own: the more of a column's values a page holds, the more of what they repeat from one
+/// another its compression finds (text replayed from rows a few dozen rows back, as output
+/// sorted by time has it). Larger pages would find more still, but their buffers, uncompressed,
+/// grow past 2 MiB while encoded, which the allocator serves less well beside a merge's: more
+/// page faults than time saved where the sort key is unrelated to arrival (bench/HISTORY.md).
+const FAT_PAGE_BYTES: usize = 3 << 19;
+/// At most this many fat columns get `FAT_PAGE_BYTES`; where there are more, all keep the
+/// default: their page buffers are encoded at once, and seven columns of 1.5 MiB pages took the
+/// kernel's share of a sort's CPU from 14.5 % to 18 % (bench/HISTORY.md).
 const FAT_PAGE_COLUMNS: usize = 2;
-
-/// The leaf columns whose pages may be larger (`Plan::fat_leaves`, at most `FAT_PAGE_COLUMNS`
-/// of them): the encoder gives them `encode::FAT_PAGE_BYTES` where their values turn out
-/// nearly all distinct.
-fn fat_page_leaves(plan: &Plan) -> Vec<bool> {
-    let fat_pages = plan.fat_leaves.iter().filter(|&&fat| fat).count() <= FAT_PAGE_COLUMNS;
-    plan.fat_leaves.iter().map(|&fat| fat && fat_pages).collect()
-}
 
 /// Writer settings: the requested codec; dictionary encoding where any input used it — with a
 /// dictionary limit as large as a row group may be where every input dictionary-encoded every
 /// page (fat repeated values then never fall back to plain), else parquet-rs's default limit,
 /// so that values unique to each row, which an input's writer already let fall back to plain,
 /// do not build a dictionary as large as the row group (a copy of every value, held until
-/// the row group closes); truncated statistics; the inputs' key-value metadata. (Fat columns'
-/// larger pages are the encoder's: `fat_page_leaves`.)
+/// the row group closes); larger data pages for fat columns; truncated statistics; the inputs'
+/// key-value metadata.
 pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec<SortingColumn>>) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(opts.codec())
@@ -541,6 +540,7 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
     if !plan.key_value.is_empty() {
         b = b.set_key_value_metadata(Some(plan.key_value.clone()));
     }
+    let fat_pages = plan.fat_leaves.iter().filter(|&&fat| fat).count() <= FAT_PAGE_COLUMNS;
     for (i, used) in plan.dictionary_leaves.iter().enumerate() {
         // A row group whose chunk of a column is all null gets an empty dictionary page, and
         // hyparquet-compressors (1.1.2) rejects the empty LZ4 block encoding it. Under LZ4 only
@@ -551,6 +551,9 @@ pub(crate) fn writer_properties(plan: &Plan, opts: &Options, sorting: Option<Vec
         let path = plan.parquet_schema.column(i).path().clone();
         if dictionary && !plan.fully_dictionary_leaves.get(i).copied().unwrap_or(false) {
             b = b.set_column_dictionary_page_size_limit(path.clone(), FALLBACK_DICTIONARY_LIMIT);
+        }
+        if fat_pages && plan.fat_leaves.get(i).copied().unwrap_or(false) {
+            b = b.set_column_data_page_size_limit(path.clone(), FAT_PAGE_BYTES);
         }
         b = b.set_column_dictionary_enabled(path, dictionary);
     }

@@ -1,7 +1,6 @@
 //! Output data pages: a fat column (values of `FAT_VALUE` bytes or more on average in the
-//! inputs) whose values are nearly all distinct gets pages of at least 1.5 MiB, the others
-//! parquet-rs's default limit, and so do three fat columns and a fat column whose values
-//! repeat; read back page by page with parquet-rs's own page reader.
+//! inputs) gets pages of at least 1.5 MiB, the others parquet-rs's default limit, and so do
+//! three fat columns; read back page by page with parquet-rs's own page reader.
 
 use crate::common;
 
@@ -98,42 +97,5 @@ fn three_fat_columns_keep_the_default_page_limit() {
             assert!(chunk.len() >= 3, "column {c}'s ~4.9 MB in pages: {chunk:?}");
             assert!(chunk.iter().all(|&size| size < 3 << 19), "column {c} keeps the default limit: {chunk:?}");
         }
-    }
-}
-
-#[test]
-fn a_fat_column_whose_values_repeat_keeps_the_default_page_limit() {
-    use arrow_array::{ArrayRef, RecordBatch, StringArray};
-    use arrow_schema::{DataType, Schema};
-    let s = Scratch::new("pages-repeat");
-    let schema = std::sync::Arc::new(Schema::new(vec![field("tools", DataType::Utf8, false, 1), field("own", DataType::Utf8, false, 2)]));
-    let mut files = Vec::new();
-    for f in 0..2 {
-        // `tools`: one of 16 values of 8 KB, the same value on runs of rows (a session's tool
-        // definitions); `own`: 8 KB of text of its own per row. No dictionary in the inputs,
-        // so both are fat by their chunks' size.
-        let tools = (0..400).map(|r| noise(((r / 25) % 16) as u64, 8192));
-        let own = (0..400).map(|r| noise((f * 1000 + r + 100_000) as u64, 8192));
-        let cols: Vec<ArrayRef> =
-            vec![std::sync::Arc::new(StringArray::from_iter_values(tools)), std::sync::Arc::new(StringArray::from_iter_values(own))];
-        let path = s.path().join(format!("in-{f}.parquet"));
-        let props = parquet::file::properties::WriterProperties::builder().set_dictionary_enabled(false).build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
-        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap()).unwrap();
-        w.close().unwrap();
-        files.push(path.display().to_string());
-    }
-    let inputs: Vec<InputFile> = files.iter().map(|f| InputFile::plain(f.as_str())).collect();
-    assert_eq!(build_plan(&inputs).unwrap().fat_leaves, vec![true, true], "both columns' values average 8 KB");
-    let mut o = opts(&s.path().join("out"));
-    o.compression = Some(parquet::basic::Compression::ZSTD(Default::default()));
-    let r = run(&files, &o).unwrap();
-    assert_eq!(r.rows_written, 800);
-    for rg in data_pages(&r.files[0].path) {
-        // (`tools` may be written with a dictionary: its data pages are then small)
-        assert!(rg[0].iter().all(|&size| size < 3 << 19), "the repeated column keeps the default limit: {:?}", rg[0]);
-        let own = &rg[1];
-        assert!(own.len() >= 2, "{own:?}");
-        assert!(own[..own.len() - 1].iter().all(|&size| size >= 3 << 19), "the column of values of their own gets larger pages: {own:?}");
     }
 }
