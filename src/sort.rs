@@ -2,8 +2,8 @@
 //!
 //! Rows arrive (already deduplicated, in `files` order) in batches. They are buffered up to
 //! ¾ `batchBytes` decoded bytes (fat columns come as views into their pages, and the pages a
-//! buffer points into count at their whole size: `views`). A tuple that fits is sorted in memory and streamed to the
-//! writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
+//! buffer points into count at their whole size: `views`). A tuple that fits is sorted in
+//! memory and streamed to the writer. Otherwise each full buffer is sorted and spilled as a run of small chunks
 //! (`sortjob`, `spill`) — with more than one thread, on a spill thread while the next buffer
 //! fills, two at most at once where memory allows (a spill can take longer than a fill) — and
 //! the runs are merged with a k-way merge on `arrow-row` keys. A merge opens a run
