@@ -175,19 +175,20 @@ impl<'a> Sorter<'a> {
         }
         // A batch with view columns counts the pages it keeps (`views::Pinned`).
         batch.batch = Pinned::settle(batch.batch)?;
-        let holds = |pinned: &Pinned, b: &Batch| b.decoded_bytes.saturating_add_signed(pinned.beyond_own(&b.batch));
-        let mut size = holds(&self.pinned, &batch);
-        if !self.buffer.is_empty() && self.buffered_bytes.saturating_add(size) > self.buffer_bytes() {
+        let mut beyond = self.pinned.beyond_own(&batch.batch);
+        if !self.buffer.is_empty()
+            && self.buffered_bytes.saturating_add(batch.decoded_bytes.saturating_add_signed(beyond)) > self.buffer_bytes()
+        {
             self.spill_buffer()?;
             // (the switch comes at a spill: the batch that starts the next buffer is squeezed
             // too — a buffer holds batches squeezed or not, never both)
             if let Some(s) = self.squeeze.as_ref().filter(|s| !s.squeezed(&batch.batch)) {
                 squeeze(s, &mut batch)?;
             }
-            size = holds(&self.pinned, &batch);
+            beyond = self.pinned.beyond_own(&batch.batch);
         }
+        let size = batch.decoded_bytes.saturating_add_signed(beyond);
         if has_views(&batch.batch) {
-            let beyond = self.pinned.beyond_own(&batch.batch);
             batch.memory.resize(batch.memory.bytes().saturating_add_signed(beyond));
             self.pinned.admit(&batch.batch);
         }

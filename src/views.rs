@@ -154,17 +154,22 @@ impl Pinned {
     /// `batch` with each view column that references less than half of the bytes of the
     /// pages it points into copied out (compacted into one buffer of its own).
     pub fn settle(batch: RecordBatch) -> Result<RecordBatch> {
-        let sparse = |a: &ArrayRef| {
-            let pages: usize = data_buffers(a.as_ref()).iter().map(|b| b.len()).sum();
-            referenced_bytes(a.as_ref()).is_some_and(|r| r.saturating_mul(2) < pages)
-        };
-        if !batch.columns().iter().any(sparse) {
+        let sparse: Vec<bool> = batch
+            .columns()
+            .iter()
+            .map(|a| {
+                let pages: usize = data_buffers(a.as_ref()).iter().map(|b| b.len()).sum();
+                referenced_bytes(a.as_ref()).is_some_and(|r| r.saturating_mul(2) < pages)
+            })
+            .collect();
+        if !sparse.contains(&true) {
             return Ok(batch);
         }
         let columns: Vec<ArrayRef> = batch
             .columns()
             .iter()
-            .map(|a| match (sparse(a), a.data_type()) {
+            .zip(sparse)
+            .map(|(a, sparse)| match (sparse, a.data_type()) {
                 (true, DataType::Utf8View) => Arc::new(a.as_string_view().gc()) as ArrayRef,
                 (true, DataType::BinaryView) => Arc::new(a.as_binary_view().gc()) as ArrayRef,
                 _ => a.clone(),
@@ -239,7 +244,7 @@ mod tests {
     use arrow_schema::Field;
 
     #[test]
-    fn only_named_top_level_strings_and_binaries_become_views() {
+    fn only_named_top_level_strings_and_binaries_become_views_and_back() {
         let schema = Schema::new(vec![
             Field::new("a", DataType::LargeUtf8, true),
             Field::new("b", DataType::LargeBinary, true),
@@ -250,6 +255,8 @@ mod tests {
         let got = schema_with_views(&schema, &named);
         let types: Vec<&DataType> = got.fields().iter().map(|f| f.data_type()).collect();
         assert_eq!(types, [&DataType::Utf8View, &DataType::BinaryView, &DataType::LargeUtf8, &DataType::Int64]);
+        // and back: a view column as the wide plain type it stands for
+        assert_eq!(without_views(&got), schema);
     }
 
     /// A view column of `n` values of `len` bytes each, all in one page (data buffer).
@@ -290,17 +297,6 @@ mod tests {
         let dense = page.slice(0, 6);
         let kept = Pinned::settle(dense.clone()).unwrap();
         assert_eq!(kept.column(0).as_string_view().data_buffers()[0].as_ptr(), dense.column(0).as_string_view().data_buffers()[0].as_ptr());
-    }
-
-    #[test]
-    fn without_views_gives_the_wide_plain_types() {
-        let schema = Schema::new(vec![
-            Field::new("s", DataType::Utf8View, true),
-            Field::new("b", DataType::BinaryView, false),
-            Field::new("n", DataType::Int64, true),
-        ]);
-        let types: Vec<DataType> = without_views(&schema).fields().iter().map(|f| f.data_type().clone()).collect();
-        assert_eq!(types, [DataType::LargeUtf8, DataType::LargeBinary, DataType::Int64]);
     }
 
     #[test]
