@@ -297,10 +297,10 @@ impl<'a> RollingWriter<'a> {
             // group, make the input a poor guide): write one row group at a time, so that the
             // first file is cut on bytes really written like the others.
             if self.done.is_empty() && self.current.as_ref().is_some_and(|c| c.writer.flushed_row_groups().is_empty()) {
-                // (rows that do not all fit the open row group start a new one, as in `write_rows`)
+                // (an open row group without room for one more row is flushed first, so that
+                // the rows taken here go into one row group)
                 if let Some(cur) = self.current.as_mut() {
-                    let rest = (decoded_per_row * left as f64).round() as usize;
-                    if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(rest) > self.opts.batch_bytes {
+                    if cur.rg_rows > 0 && cur.rg_bytes as f64 + decoded_per_row > self.opts.batch_bytes as f64 {
                         flush_row_group(cur, &mut self.calibration)?;
                     }
                 }
@@ -344,14 +344,13 @@ impl<'a> RollingWriter<'a> {
         let (batch_rows, batch_bytes) = (self.opts.batch_rows, self.opts.batch_bytes);
         let n = rows.num_rows();
         let cur = self.current.as_mut().ok_or_else(|| CompactError::Internal("no open file".into()))?;
-        if cur.rg_rows > 0 && cur.rg_bytes.saturating_add(decoded_bytes) > batch_bytes {
-            flush_row_group(cur, &mut self.calibration)?;
-        }
         let per_row = decoded_bytes as f64 / n.max(1) as f64;
         let mut offset = 0;
         while offset < n {
-            // (a batch of dictionaries may hold more than `batchBytes` once expanded: it is
-            // split across row groups)
+            // The open row group is filled to its cap, the rest of the rows start the next:
+            // a row group only as large as the batches that fit it whole was half its cap with
+            // batches of half of it, and every row group costs its own dictionaries, codecs
+            // and footer entry.
             let room = if per_row > 0.0 { ((batch_bytes.saturating_sub(cur.rg_bytes)) as f64 / per_row).floor() as usize } else { n };
             let take = (batch_rows - cur.rg_rows).min(n - offset).min(room.max(usize::from(cur.rg_rows == 0)));
             if take == 0 {

@@ -104,18 +104,50 @@ fn row_groups_close_at_batch_rows_and_batch_bytes() {
     assert!(meta.row_groups().iter().all(|rg| rg.num_rows() <= 128));
     assert_eq!(meta.file_metadata().num_rows(), 1500);
 
-    // ~1.1 KB decoded per row and a 64 KiB cap: no row group may hold more than ~60 rows.
-    let out2 = s.path().join("out2");
-    let mut o = opts(&out2);
-    o.batch_bytes = 64 << 10;
-    let r = run(&files, &o).unwrap();
-    let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&r.files[0].path).unwrap()).unwrap();
-    assert!(meta.num_row_groups() >= 1500 * 1_000 / (64 << 10));
-    assert!(
-        meta.row_groups().iter().all(|rg| rg.num_rows() <= 64),
-        "{:?}",
-        meta.row_groups().iter().map(|rg| rg.num_rows()).collect::<Vec<_>>()
-    );
+    // A 64 KiB cap: every row group holds at most that many decoded bytes, and every row
+    // group but a file's last is filled to it (not closed when the next batch does not fit
+    // whole). Sorted, the merge hands the writer batches of about half the cap.
+    for sorted in [false, true] {
+        let out2 = s.path().join(format!("out2-{sorted}"));
+        let mut o = opts(&out2);
+        o.batch_bytes = 64 << 10;
+        if sorted {
+            o.sort_by = Some(vec![gencompact::options::SortKey { column: "id".into(), descending: true, nulls_first: false }]);
+        }
+        let r = run(&files, &o).unwrap();
+        let sizes = row_group_plain_bytes(Path::new(&r.files[0].path));
+        assert!(sizes.len() >= 1500 * 1_000 / (64 << 10), "{sizes:?}");
+        let cap = (64 << 10) as f64;
+        assert!(sizes.iter().all(|&b| b as f64 <= cap * 1.03), "sorted {sorted}: a row group over the cap: {sizes:?}");
+        assert!(sizes[..sizes.len() - 1].iter().all(|&b| b as f64 >= cap * 0.9), "sorted {sorted}: a row group closed early: {sizes:?}");
+    }
+}
+
+/// Decoded bytes of each row group of a `write_inputs` file, counted from its values: each
+/// string and binary value's bytes plus an 8-byte offset, 8 bytes per timestamp, 4 per int.
+fn row_group_plain_bytes(path: &Path) -> Vec<usize> {
+    let file = File::open(path).unwrap();
+    let reader = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    use parquet::file::reader::FileReader;
+    let mut out = Vec::new();
+    for rg in 0..reader.num_row_groups() {
+        let mut bytes = 0;
+        for row in reader.get_row_group(rg).unwrap().get_row_iter(None).unwrap() {
+            for (name, field) in row.unwrap().get_column_iter() {
+                bytes += match field {
+                    parquet::record::Field::Str(v) => v.len() + 8,
+                    parquet::record::Field::Bytes(v) => v.len() + 8,
+                    parquet::record::Field::TimestampMicros(_) => 8,
+                    parquet::record::Field::Int(_) => 4,
+                    parquet::record::Field::Null if name == "n" => 4,
+                    parquet::record::Field::Null => 8,
+                    other => panic!("unexpected value {other:?}"),
+                };
+            }
+        }
+        out.push(bytes);
+    }
+    out
 }
 
 #[test]
