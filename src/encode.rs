@@ -4,8 +4,9 @@
 //! chunks are appended are `ArrowWriter`'s own, so the bytes are the same whatever the number
 //! of threads.
 //!
-//! A byte-array column whose values in the file's first sizeable batch are nearly all distinct
-//! (`DISTINCT_SHARE` of at least `DISTINCT_SAMPLE` values) is written without a dictionary:
+//! A byte-array column whose values in the file's first `DISTINCT_SAMPLE` rows (its first batch,
+//! or first few batches) are nearly all distinct (`DISTINCT_SHARE` of at least
+//! `DISTINCT_SAMPLE` values) is written without a dictionary:
 //! the writer settings ask for one where every input chunk was dictionary-encoded, and a
 //! writer that checks its dictionary limit late (pyarrow: after 1,024 values) dictionary-encodes
 //! small files of values unique to each row in full. Such a dictionary saves nothing, yet the
@@ -14,8 +15,8 @@
 //!
 //! Memory: the open row group's encoded pages and dictionaries, as with `ArrowWriter`; the
 //! leaf arrays of the batch being encoded (views into the batch, plus definition and
-//! repetition levels); once per file, a 16-byte hash per value of a byte-array column of one
-//! batch (`nearly_all_distinct`).
+//! repetition levels); once per file, a 16-byte hash per value of a byte-array column of the
+//! batches that make its first `DISTINCT_SAMPLE` rows (`sample_values`).
 
 use arrow_array::RecordBatch;
 use arrow_array::{cast::AsArray, Array};
@@ -49,10 +50,10 @@ impl std::io::Write for Sink {
     }
 }
 
-/// At least this many rows in a batch, and non-null values of a column in it, tell whether the
+/// At least this many rows, and non-null values of a column in them, tell whether the
 /// column's values repeat.
 const DISTINCT_SAMPLE: usize = 64;
-/// A column whose values in the file's first batch of `DISTINCT_SAMPLE` rows or more are
+/// A column whose values in the file's first batches of `DISTINCT_SAMPLE` rows or more are
 /// distinct in at least this share is written without a dictionary.
 const DISTINCT_SHARE: f64 = 0.9;
 
@@ -60,11 +61,14 @@ pub struct ColumnWriter {
     file: SerializedFileWriter<Sink>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
-    /// The file's writer settings until a batch of at least `DISTINCT_SAMPLE` rows has been
-    /// looked at; where some columns' values turn out to be nearly all distinct there, the
-    /// factory is replaced (a row group's writers are made at its first batch: the change
-    /// holds from the row group that batch opens, or else the next).
+    /// The file's writer settings until its first `DISTINCT_SAMPLE` rows have been looked at
+    /// (in one batch or several); where some columns' values turn out to be nearly all
+    /// distinct there, the factory is replaced (a row group's writers are made at its first
+    /// batch: the change holds from the row group that batch opens, or else the next).
     props: Option<WriterProperties>,
+    /// The values of each top-level column seen until then: how many, and their hashes.
+    sample: Vec<(usize, HashSet<u128>)>,
+    sampled_rows: usize,
     /// Leaf columns written without a dictionary (`DISTINCT_SHARE`).
     plain: Vec<bool>,
     /// The open row group's column writers, one per leaf column (`None` while one is out
@@ -189,11 +193,14 @@ impl ColumnWriter {
             ArrowWriterOptions::new().with_properties(props.clone()).with_parquet_schema(parquet.clone()).with_skip_arrow_metadata(true);
         let (file, factory) = ArrowWriter::try_new_with_options(Sink(file), schema.clone(), options)?.into_serialized_writer()?;
         let plain = vec![false; parquet.num_columns()];
+        let sample = vec![(0, HashSet::new()); schema.fields().len()];
         Ok(ColumnWriter {
             file,
             factory,
             schema,
             props: Some(props),
+            sample,
+            sampled_rows: 0,
             plain,
             open: None,
             rows: 0,
@@ -201,17 +208,32 @@ impl ColumnWriter {
         })
     }
 
-    /// At the file's first batch of at least `DISTINCT_SAMPLE` rows: the dictionary-encoded
-    /// leaf columns (top-level byte arrays) whose values there are nearly all distinct get
-    /// writers without a dictionary.
+    /// Until the file's first `DISTINCT_SAMPLE` rows have been seen, the values of its
+    /// batches are sampled; then the dictionary-encoded leaf columns (top-level byte arrays)
+    /// whose values there are nearly all distinct get writers without a dictionary. (Inputs of
+    /// a few fat rows each make batches of fewer rows than that: judged one batch at a time,
+    /// such a file kept a dictionary of every value of every row group.)
     fn drop_useless_dictionaries(&mut self, batch: &RecordBatch, leaf_of: &[Option<usize>]) -> Result<()> {
+        if self.props.is_none() {
+            return Ok(());
+        }
+        for ((column, leaf), (n, seen)) in batch.columns().iter().zip(leaf_of).zip(self.sample.iter_mut()) {
+            if leaf.is_some() {
+                sample_values(column.as_ref(), n, seen);
+            }
+        }
+        self.sampled_rows += batch.num_rows();
+        if self.sampled_rows < DISTINCT_SAMPLE {
+            return Ok(());
+        }
         let Some(props) = self.props.take() else { return Ok(()) };
+        let sample = std::mem::take(&mut self.sample);
         let parquet = self.file.schema_descr();
         let mut b = None;
-        for (column, leaf) in batch.columns().iter().zip(leaf_of) {
+        for (leaf, (n, seen)) in leaf_of.iter().zip(&sample) {
             let Some(leaf) = leaf.filter(|&l| l < parquet.num_columns() && l < self.plain.len()) else { continue };
             let path = parquet.column(leaf).path().clone();
-            if props.dictionary_enabled(&path) && nearly_all_distinct(column.as_ref()) {
+            if props.dictionary_enabled(&path) && *n >= DISTINCT_SAMPLE && seen.len() as f64 >= DISTINCT_SHARE * *n as f64 {
                 self.plain[leaf] = true;
                 b = Some(b.unwrap_or_else(|| props.clone().into_builder()).set_column_dictionary_enabled(path, false));
             }
@@ -248,9 +270,7 @@ impl ColumnWriter {
             costs.extend(std::iter::repeat_n(column.get_array_memory_size() / n, leaves.len() - before));
             leaf_of.push((leaves.len() == before + 1).then_some(before));
         }
-        if self.props.is_some() && batch.num_rows() >= DISTINCT_SAMPLE {
-            self.drop_useless_dictionaries(batch, &leaf_of)?;
-        }
+        self.drop_useless_dictionaries(batch, &leaf_of)?;
         if self.open.is_none() {
             let writers = self.factory.create_column_writers(self.file.flushed_row_groups().len())?;
             self.open = Some(writers.into_iter().map(Some).collect());
@@ -377,30 +397,27 @@ fn no_panic(out: Vec<Done>) -> Result<Vec<Done>> {
     Ok(out)
 }
 
-/// Whether `column` is a byte-array column (of any Arrow layout, dictionary-encoded or not)
-/// with at least `DISTINCT_SAMPLE` non-null values, `DISTINCT_SHARE` of them distinct.
-fn nearly_all_distinct(column: &dyn Array) -> bool {
-    let mut seen = HashSet::new();
-    let mut n = 0usize;
+/// Adds the hashes of `column`'s non-null values to `seen` and counts them in `n`, where it is
+/// a byte-array column (of any Arrow layout, dictionary-encoded or not).
+fn sample_values(column: &dyn Array, n: &mut usize, seen: &mut HashSet<u128>) {
     if let Some(d) = column.as_any_dictionary_opt() {
-        let Some(value) = crate::digest::byte_values(d.values().as_ref()) else { return false };
+        let Some(value) = crate::digest::byte_values(d.values().as_ref()) else { return };
         let keys = d.normalized_keys();
         // Each referenced value is hashed once, however many rows name it.
         let mut hashes: HashMap<usize, u128> = HashMap::new();
         for (i, &k) in keys.iter().enumerate() {
             if d.keys().is_valid(i) && d.values().is_valid(k) {
-                n += 1;
+                *n += 1;
                 seen.insert(*hashes.entry(k).or_insert_with(|| crate::digest::hash_bytes(value(k))));
             }
         }
     } else {
-        let Some(value) = crate::digest::byte_values(column) else { return false };
+        let Some(value) = crate::digest::byte_values(column) else { return };
         for i in (0..column.len()).filter(|&i| column.is_valid(i)) {
-            n += 1;
+            *n += 1;
             seen.insert(crate::digest::hash_bytes(value(i)));
         }
     }
-    n >= DISTINCT_SAMPLE && seen.len() as f64 >= DISTINCT_SHARE * n as f64
 }
 
 #[cfg(test)]
@@ -432,16 +449,19 @@ mod tests {
         let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
         let props = WriterProperties::builder().set_dictionary_enabled(true).set_max_row_group_row_count(Some(n)).build();
         let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, 2).unwrap();
-        let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {i}"))));
-        let repeated: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {}", i % 30))));
-        let keys = Int32Array::from_iter_values(0..n as i32);
-        let unique_dict: ArrayRef = Arc::new(DictionaryArray::new(keys, unique.clone()));
-        // Distinct, but too few non-null values to tell.
-        let few: ArrayRef = Arc::new(StringArray::from_iter((0..n).map(|i| (i < 10).then(|| format!("v{i}")))));
-        let batch = RecordBatch::try_new(schema, vec![unique, repeated, unique_dict, few]).unwrap();
-        // A first batch too small to look at; the next one decides, but its row group's
-        // writers were made at the first, with their dictionaries.
-        w.write(&batch.slice(0, DISTINCT_SAMPLE - 1)).unwrap();
+        let batch = |first: usize| {
+            let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {}", first + i))));
+            let repeated: ArrayRef = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("value {}", i % 30))));
+            let keys = Int32Array::from_iter_values(0..n as i32);
+            let unique_dict: ArrayRef = Arc::new(DictionaryArray::new(keys, unique.clone()));
+            // Distinct, but too few non-null values to tell.
+            let few: ArrayRef = Arc::new(StringArray::from_iter((0..n).map(|i| (i < 10).then(|| format!("v{}", first + i)))));
+            RecordBatch::try_new(schema.clone(), vec![unique, repeated, unique_dict, few]).unwrap()
+        };
+        // A first batch too small to decide on; with the next one the sample is large enough,
+        // but its row group's writers were made at the first, with their dictionaries.
+        w.write(&batch(n).slice(0, DISTINCT_SAMPLE - 1)).unwrap();
+        let batch = batch(0);
         w.write(&batch).unwrap();
         w.flush().unwrap();
         w.write(&batch).unwrap();
@@ -457,6 +477,36 @@ mod tests {
             rows += b.unwrap().num_rows();
         }
         assert_eq!(rows, DISTINCT_SAMPLE - 1 + 2 * n);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn batches_each_too_small_to_decide_on_are_judged_together() {
+        // Inputs of a few fat rows each: every batch holds fewer than `DISTINCT_SAMPLE` rows.
+        let dir = std::env::temp_dir().join(format!("gencompact-encode-small-batches-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.parquet");
+        let schema = Arc::new(Schema::new(vec![Field::new("unique", DataType::Utf8, true), Field::new("repeated", DataType::Utf8, true)]));
+        let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let props = WriterProperties::builder().set_dictionary_enabled(true).build();
+        let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, 1).unwrap();
+        let rows = 36;
+        let batch = |b: usize| {
+            let unique: ArrayRef = Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("value {b} {i}"))));
+            let repeated: ArrayRef = Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("value {}", i % 3))));
+            RecordBatch::try_new(schema.clone(), vec![unique, repeated]).unwrap()
+        };
+        w.write(&batch(0)).unwrap();
+        assert_eq!(w.plain_leaves(), &[false, false], "decided on {rows} rows");
+        w.write(&batch(1)).unwrap();
+        assert_eq!(w.plain_leaves(), &[true, false]);
+        w.flush().unwrap();
+        for b in 2..5 {
+            w.write(&batch(b)).unwrap();
+        }
+        w.finish().unwrap();
+        assert_eq!(dictionaries(&path, 0), vec![true, true]);
+        assert_eq!(dictionaries(&path, 1), vec![false, true]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
