@@ -215,7 +215,7 @@ pub fn interleave(sources: &[&RecordBatch], indices: &[(usize, usize)]) -> Resul
             interleave_column(&arrays, indices)
         })
         .collect::<Result<Vec<_>>>()?;
-    if schema.fields().iter().any(|f| matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView)) {
+    if schema.fields().iter().any(|f| crate::views::is_view(f.data_type())) {
         schema = std::sync::Arc::new(crate::views::without_views(&schema));
     }
     RecordBatch::try_new_with_options(schema, columns, &RecordBatchOptions::new().with_row_count(Some(indices.len())))

@@ -63,7 +63,7 @@ impl Squeeze {
     pub fn choose(schema: &SchemaRef, sizes: &[(u64, u64)], keys: &[usize]) -> Option<Squeeze> {
         // (a view column is squeezed whatever its values' size: a squeezed batch holds none,
         // nor the pages they point into)
-        let view = |c: usize| matches!(schema.fields().get(c).map(|f| f.data_type()), Some(DataType::Utf8View | DataType::BinaryView));
+        let view = |c: usize| schema.fields().get(c).is_some_and(|f| crate::views::is_view(f.data_type()));
         let columns: Vec<usize> = sizes
             .iter()
             .enumerate()

@@ -139,9 +139,14 @@ pub fn choose_for_sort(plan: &mut Plan, keep_plain: &[usize]) {
     }
 }
 
+/// Whether `data_type` is a view type (`Utf8View`, `BinaryView`).
+pub fn is_view(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Utf8View | DataType::BinaryView)
+}
+
 /// Whether `batch` has a view column.
 pub fn has_views(batch: &RecordBatch) -> bool {
-    batch.columns().iter().any(|a| matches!(a.data_type(), DataType::Utf8View | DataType::BinaryView))
+    batch.columns().iter().any(|a| is_view(a.data_type()))
 }
 
 /// The pages the batches of one sort buffer point into (see the module doc).
