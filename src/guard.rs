@@ -3,24 +3,24 @@
 //! `ChunkReader` that
 //! - refuses any byte range beyond the end of the file before a buffer is sized for it
 //!   (a column chunk or page claiming gigabytes would otherwise be allocated up front);
-//! - reads each page header itself before parquet-rs does and refuses a page whose declared
-//!   uncompressed size exceeds the call's page cap (parquet-rs sizes, and for snappy/lz4/zstd
-//!   zero-fills, the decompression buffer from that field), or a header whose thrift lengths
-//!   run past the end of the file (parquet-rs reserves a binary's declared length up front).
+//! - reads each page header whole with the strict Thrift reader (`thrift`) before parquet-rs
+//!   does: a header with a field repeated, a field under another wire type or anything it cannot
+//!   read is refused (parquet-rs would read it by id, the last copy winning), and so is a page
+//!   whose declared uncompressed size exceeds the call's page cap (parquet-rs sizes, and for
+//!   snappy/lz4/zstd zero-fills, the decompression buffer from that field).
 //!
-//! `check_metadata` refuses column chunks whose declared byte ranges are negative or outside
-//! the file (parquet-rs asserts on negative ones: a panic), and `check_footer` refuses a schema
-//! nested deeper than `MAX_SCHEMA_DEPTH` before parquet-rs
-//! builds it recursively (a deep enough one overflows the stack: a crash, not a panic).
-//! Assertions parquet-rs trips while decoding corrupt pages are contained by `contain` and
-//! reported as corrupt input.
+//! `check_footer` reads the whole footer with the same strict reader before parquet-rs parses it
+//! (fail closed: a footer it cannot read whole is refused), and checks the schema list as the
+//! tree it declares, at most `MAX_SCHEMA_DEPTH` deep (parquet-rs builds it recursively: a deep
+//! enough one overflows the stack, a crash, not a panic; a group claiming i32::MAX children is a
+//! 16 GiB allocation). `check_metadata` refuses what parquet-rs parsed but trusts: column chunks
+//! whose byte ranges are negative or outside the file (parquet-rs asserts on negative ones: a
+//! panic), row groups of negative rows, a column without repetition whose chunk declares
+//! other than one value per row, and a chunk declaring more values than its pages could hold. Assertions parquet-rs trips while decoding corrupt pages are
+//! contained by `contain` and reported as corrupt input.
 //!
-//! The page headers and the footer's schema list are parsed with a minimal reader of Thrift's
-//! compact protocol (parquet-rs keeps its own parser crate-private). It only skips and
-//! bounds; what it accepts is then parsed by parquet-rs as usual.
-//!
-//! Memory: one 8 KiB read buffer per header check, plus the footer (at most the file's size)
-//! while it is checked.
+//! Memory: one 8 KiB read buffer per header check, plus the footer's read buffer while it is
+//! checked.
 
 use crate::error::{CompactError, Result};
 use crate::memory::{Accountant, Reservation};
@@ -36,8 +36,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Deepest schema accepted (real schemas nest a handful of levels; parquet-rs recurses per level).
-pub const MAX_SCHEMA_DEPTH: usize = 64;
+pub use crate::thrift::MAX_SCHEMA_DEPTH;
 
 /// An input file read through the checks above, by positional reads on one descriptor per
 /// input (`PositionalRead`): no descriptor is duplicated and no offset is seeked per page, as
@@ -81,7 +80,7 @@ impl GuardedInput {
     pub fn page_size_at(&self, start: u64) -> Option<u64> {
         let left = self.len.checked_sub(start)?.min(MAX_PAGE_HEADER);
         let input = BufReader::new(PositionalRead::new(self.file.clone(), start));
-        Thrift::new(input, left).page_header().ok().map(|(uncompressed, ..)| uncompressed)
+        Thrift::new(input, left).page_header().ok().map(|sizes| sizes.uncompressed)
     }
 
     /// Another handle on the same descriptor (positional reads share no offset).
@@ -131,6 +130,26 @@ impl GuardedInput {
                         ),
                     ));
                 }
+                // A column without repetition holds one value (or null) per row: a chunk declaring
+                // another count would be read short (rows lost) or sized by its claim.
+                if col.column_descr().max_rep_level() == 0 && col.num_values() != rg.num_rows() {
+                    return Err(CompactError::corrupt(
+                        path,
+                        Some(col.column_path().string()),
+                        format!("row group {g}: column chunk declares {} values for {} rows", col.num_values(), rg.num_rows()),
+                    ));
+                }
+                // A repeated column's pages each hold at most i32::MAX values (their headers'
+                // counts are 32-bit) and take at least `MIN_PAGE` bytes: a chunk claiming more
+                // values than that is a claim its bytes cannot back (its count sizes estimates).
+                let most = (len as u64 / MIN_PAGE).max(1).saturating_mul(i32::MAX as u64);
+                if col.num_values() as u64 > most {
+                    return Err(CompactError::corrupt(
+                        path,
+                        Some(col.column_path().string()),
+                        format!("row group {g}: column chunk declares {} values in {len} bytes", col.num_values()),
+                    ));
+                }
                 chunks.push((start as u64, start as u64 + len as u64, col.uncompressed_size().max(0) as u64));
             }
         }
@@ -155,7 +174,8 @@ impl GuardedInput {
         let mut thrift = Thrift::new(&mut *input, left);
         let sizes = thrift.page_header();
         let consumed = left - thrift.left;
-        let (uncompressed, compressed, dictionary) = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
+        let sizes = sizes.map_err(|e| format!("unreadable page header at offset {start}: {e}"))?;
+        let (uncompressed, compressed, dictionary) = (sizes.uncompressed, sizes.compressed, sizes.dictionary());
         let limit = self.page_limit(start, compressed);
         if uncompressed > limit {
             return Err(format!(
@@ -299,6 +319,9 @@ const MAX_PAGE_RATIO: u64 = 4096;
 /// No page is larger than this (Parquet's page sizes are 32-bit).
 const MAX_PAGE: u64 = i32::MAX as u64;
 
+/// The fewest bytes a page takes: a header holding its type, sizes and value count, and a byte.
+const MIN_PAGE: u64 = 8;
+
 /// The largest page header accepted (headers carry sizes, encodings and optional statistics).
 const MAX_PAGE_HEADER: u64 = 16 << 20;
 
@@ -397,48 +420,30 @@ impl ChunkReader for GuardedInput {
     }
 }
 
-/// Refuses a footer whose schema nests deeper than `MAX_SCHEMA_DEPTH`. Anything it cannot make
-/// sense of is left to parquet-rs, which reports it.
+/// Reads the footer whole with the strict reader (`thrift`): one reading of every field, its
+/// schema the tree it declares and at most `MAX_SCHEMA_DEPTH` deep. A footer it cannot read whole
+/// is refused: nothing it has not checked reaches parquet-rs.
 fn check_footer(file: &Arc<File>, len: u64) -> std::result::Result<(), String> {
     if len < 12 {
-        return Ok(());
+        return Err(format!("{len} bytes: too short for a Parquet file"));
     }
     let mut tail = [0u8; 8];
-    if read_exact_at(file, &mut tail, len - 8).is_err() || &tail[4..] != b"PAR1" {
-        return Ok(());
+    read_exact_at(file, &mut tail, len - 8).map_err(|e| format!("cannot read the footer: {e}"))?;
+    if &tail[4..] != b"PAR1" {
+        return Err("no Parquet magic at the end (encrypted footers are not read)".into());
     }
     let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    if footer_len + 8 > len {
-        return Ok(());
+    if footer_len + 8 > len - 4 {
+        return Err(format!("footer declares {footer_len} bytes, more than the file's {len} hold"));
     }
     let f = PositionalRead::new(file.clone(), len - 8 - footer_len);
     let mut r = Thrift::new(BufReader::new(f.take(footer_len)), footer_len);
-    match r.schema_depth() {
-        Ok(depth) if depth > MAX_SCHEMA_DEPTH => {
-            Err(format!("schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} accepted"))
-        }
-        _ => Ok(()),
-    }
+    r.file_metadata().map(|_| ()).map_err(|e| format!("footer: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn page_sizes_and_bounds() {
-        // type=DATA_PAGE(0), uncompressed=300, compressed=120, then a crc and stop
-        let header = [0x15, 0x00, 0x15, 0xd8, 0x04, 0x15, 0xf0, 0x01, 0x15, 0x02, 0x00];
-        assert_eq!(Thrift::new(&header[..], header.len() as u64).page_header(), Ok((300, 120, false)));
-        // the same as a dictionary page (type 2)
-        let dictionary = [0x15, 0x04, 0x15, 0xd8, 0x04, 0x15, 0xf0, 0x01, 0x00];
-        assert_eq!(Thrift::new(&dictionary[..], dictionary.len() as u64).page_header(), Ok((300, 120, true)));
-        // a binary field claiming more bytes than are left
-        let lying = [0x18, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00];
-        assert!(Thrift::new(&lying[..], lying.len() as u64).page_header().unwrap_err().contains("only"));
-        // a stream that ends inside the header
-        assert!(Thrift::new(&header[..4], 4).page_header().is_err());
-    }
 
     #[test]
     fn a_page_may_be_as_large_as_its_chunk_declares_when_its_compressed_bytes_back_it() {

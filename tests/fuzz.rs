@@ -435,6 +435,13 @@ fn write_corpus() {
     big_page_seed(&big);
     std::fs::write(dir.join("page-claims-128mib.parquet"), page_bomb(&big)).unwrap();
     deep_schema_file(&dir.join("schema-5000-levels.parquet"), 5_000);
+    // The same file with one byte changed: the footer's `schema` (field 2) typed as a set. A
+    // reader that looks for the schema by id and type finds none; parquet-rs reads it by id.
+    let mut set = std::fs::read(dir.join("schema-5000-levels.parquet")).unwrap();
+    let schema_field = set.len() - 8 - footer_len(&set) + 2;
+    assert_eq!(set[schema_field], 0x19, "field 2 as a list, after the version");
+    set[schema_field] = 0x1a;
+    std::fs::write(dir.join("schema-typed-as-set.parquet"), set).unwrap();
     let small = s.path().join("small.parquet");
     write(&small, &mixed_batch(40), props(Compression::SNAPPY, false));
     let bytes = std::fs::read(&small).unwrap();

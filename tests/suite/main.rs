@@ -9,6 +9,7 @@ mod common;
 mod compaction;
 mod deletes;
 mod dictionary;
+mod footers;
 mod pages;
 mod rolling;
 mod sort;
