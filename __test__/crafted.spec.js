@@ -70,6 +70,7 @@ function expectCorrupt(files, extra, culprit, timeoutS = 60) {
   const o = r.outcome || {}
   const seen = { ...s, namesFile: typeof o.message === 'string' && o.message.includes(culprit) }
   if (seen.code !== 'ERR_INPUT_CORRUPT' || !seen.namesFile) seen.message = o.message || r.stderr.slice(-400)
+  if (o.phase === 'resolved') seen.rowsWritten = o.rowsWritten
   expect(seen).toEqual({ ended: 'rejected', code: 'ERR_INPUT_CORRUPT', rssAboveIdleMiB: s.rssAboveIdleMiB, withinBound: true, namesFile: true })
   expectForeignFileKept(outDir)
   expect(hashFiles(inputs)).toEqual(before)
@@ -125,7 +126,7 @@ const MALFORMED = [
   ['issue 41: a data page header with uncompressed_page_size twice, the second an i64 of i32::MAX', 'page-uncompressed-twice.parquet', {}],
 ]
 const BASE = {
-  'rg-rows-repeated.parquet': 'base-rg-rows-repeated.parquet',
+  'page-uncompressed-twice.parquet': 'base-uncompressed-twice.parquet',
 }
 const baseOf = name => BASE[name] || `base-${name}`
 

@@ -262,21 +262,24 @@ def arrow_schema_corrupt():
 # ---------------------------------------------------------------- 10: dictionary strings with nulls (valid)
 
 def dict_nulls():
-    """Three files of dictionary-encoded string columns with nulls (plain strings whose pages
-    are dictionary-encoded, and an Arrow dictionary column), a partition column `day`."""
+    """Three files of dictionary-encoded string columns with nulls: `k` (a sort key, a fifth of
+    it null), `s` (null in runs of 100 rows), `p` (null in every row of day 0), `d` (an Arrow
+    dictionary column); `day` is a partition column. Valid files: every batch or sorted chunk
+    that holds only nulls of such a column has a dictionary of no values."""
     for i in range(3):
         n = 400
         rows = range(i * n, (i + 1) * n)
         k = [None if r % 5 == 0 else f"key-{(r * 7) % 23:02d}" for r in rows]
-        s = [None if r % 3 == 0 else f"str-{(r * 13) % 41:03d}" for r in rows]
+        s = [None if (r // 100) % 2 == 0 else f"str-{(r * 13) % 41:03d}" for r in rows]
+        p = [None if r % 3 == 0 else f"part-{r % 11}" for r in rows]
         d = [None if r % 4 == 1 else f"cat-{r % 6}" for r in rows]
         t = pa.table({"id": pa.array(rows, pa.int64()), "day": pa.array([r % 3 for r in rows], pa.int32()),
-                      "k": pa.array(k, pa.string()), "s": pa.array(s, pa.string()),
+                      "k": pa.array(k, pa.string()), "s": pa.array(s, pa.string()), "p": pa.array(p, pa.string()),
                       "d": pa.array(d, pa.string()).dictionary_encode()})
         write_base(f"dictnull-{i}.parquet", t, use_dictionary=True, compression="snappy")
         f = PqFile.read(out(f"dictnull-{i}.parquet"))
-        for c in ("k", "s", "d"):
-            assert any(p.type == DICTIONARY_PAGE for p in f.pages(0, f.column_index(c))), c
+        for c in ("k", "s", "p", "d"):
+            assert any(pg.type == DICTIONARY_PAGE for pg in f.pages(0, f.column_index(c))), c
 
 
 # ---------------------------------------------------------------- issue 41: the two Thrift cases
