@@ -119,7 +119,7 @@ const MALFORMED = [
   ['a schema root with i32::MAX children', 'schema-root-i32max-children.parquet', {}],
   ['an INT32 dictionary page declaring 2^30 values', 'dict-int32-2p30.parquet', {}],
   ['a column chunk num_values of 2^40, with partitionBy', 'chunk-num-values-2p40.parquet', { partitionBy: [{ column: 'k' }] }],
-  ["a row group's num_rows repeated as an i32", 'rg-rows-repeated.parquet', {}],
+  ["a row group's num_rows repeated as an i32 0", 'rg-rows-repeated.parquet', {}],
   ["a data page's num_values repeated as an i64", 'page-num-values-repeated.parquet', {}],
   ["a schema element's type repeated (BOOLEAN under i64)", 'schema-type-repeated.parquet', {}],
   ["a schema element's name repeated ('')", 'schema-name-repeated.parquet', {}],

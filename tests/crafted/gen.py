@@ -334,7 +334,7 @@ def main():
     chunk_num_values("chunk-num-values-2p40")
     t = pa.table({"id": pa.array(range(24), pa.int64()), "s": pa.array([f"r{i}" for i in range(24)])})
     write_base("base-rg-rows-repeated.parquet", t)
-    repeat_rg_num_rows(out("base-rg-rows-repeated.parquet"), out("rg-rows-repeated.parquet"), 1)
+    repeat_rg_num_rows(out("base-rg-rows-repeated.parquet"), out("rg-rows-repeated.parquet"), 0)
     repeat_page_num_values("page-num-values-repeated")
     deletes()
     schema_repeat("schema-type-repeated", 1, tc.I64, 0)  # BOOLEAN, under i64 instead of i32
