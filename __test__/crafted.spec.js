@@ -189,4 +189,7 @@ describe('issue 50: dictionary-encoded string columns with nulls (valid files, l
   test('partitionBy day with batchBytes 65536', () => {
     expectSameRows(inputs, { batchBytes: 65536, partitionBy: [{ column: 'day' }] }, { partitionBy: 'day' })
   })
+  test('partitionBy day and sortBy k with batchBytes 65536', () => {
+    expectSameRows(inputs, { batchBytes: 65536, partitionBy: [{ column: 'day' }], sortBy: [{ column: 'k' }] }, { partitionBy: 'day', sortBy: 'k' })
+  })
 })
