@@ -60,7 +60,7 @@ function summary(r, opts) {
 }
 
 /** Runs a call that must reject with ERR_INPUT_CORRUPT naming `culprit`. */
-function expectCorrupt(files, extra, culprit, timeoutS = 60) {
+function expectCorrupt(files, extra, culprit, timeoutS = 120) {
   const outDir = existingOutDir(tmp)
   const opts = { outDir, batchBytes: BATCH, ...extra }
   const inputs = [...pathsOf(files), ...deletePathsOf(files)]
@@ -110,7 +110,7 @@ beforeAll(() => {
 
 afterAll(() => removeDir(tmp))
 
-// [case, malformed file, its base (valid), options, timeout s]
+// [case, malformed file, options]; its base (the valid file it was made from) is baseOf(file)
 const MALFORMED = [
   ['DELTA_BYTE_ARRAY prefix lengths counting 2^40 values (uncompressed)', 'delta-byte-array-2p40.parquet', {}],
   ['DELTA_BYTE_ARRAY prefix lengths counting 2^40 values (zstd, recompressed after the edit)', 'delta-byte-array-2p40-zstd.parquet', {}],
