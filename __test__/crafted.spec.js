@@ -17,7 +17,7 @@
 
 const path = require('path')
 const { execFileSync } = require('child_process')
-const { makeTmpDir, removeDir, hashFiles, existingOutDir, expectForeignFileKept } = require('./helpers/fsutil')
+const { makeTmpDir, removeDir, hashFiles, listTree, existingOutDir, expectForeignFileKept } = require('./helpers/fsutil')
 
 const DIR = path.join(__dirname, '..', 'tests', 'crafted')
 const RUN = path.join(DIR, 'run.py')
@@ -89,6 +89,8 @@ function expectSameRows(files, extra, req = {}, timeoutS = 120) {
   expect(s).toEqual({ ended: 'resolved', code: undefined, rssAboveIdleMiB: s.rssAboveIdleMiB, withinBound: true })
   const c = check({ inputs: req.inputs || pathsOf(files), outputs: o.files, ...req })
   expect(o.files.length).toBeGreaterThan(0)
+  // outDir holds the returned files and nothing else (no temporary or spill file left)
+  expect(listTree(outDir)).toEqual(o.files.map(p => path.relative(outDir, p)).sort())
   expect(c.readError).toBeNull()
   expect({ rows: c.gotRows, types: c.typesGot, missing: c.missing, extra: c.extra, same: c.sameRows })
     .toEqual({ rows: c.expectedRows, types: c.typesExpected, missing: [], extra: [], same: true })
