@@ -287,7 +287,7 @@ def dict_nulls():
 def page_uncompressed_twice():
     """A snappy data page whose header carries `uncompressed_page_size` (field 2) twice, the
     second typed i64 and saying i32::MAX."""
-    n = 2000
+    n = 200
     t = pa.table({"id": pa.array(range(n), pa.int64()), "s": pa.array([f"payload-{i * 7919 % 100003:06d}" for i in range(n)])})
     base = "base-uncompressed-twice.parquet"
     write_base(base, t, use_dictionary=False, compression="snappy")
