@@ -9,6 +9,7 @@ mod common;
 mod compaction;
 mod deletes;
 mod dictionary;
+mod pagecheck;
 mod pages;
 mod rolling;
 mod sort;
