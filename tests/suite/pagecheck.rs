@@ -192,11 +192,10 @@ fn words(n: usize) -> ArrayRef {
     Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("word-{:04}", i % 7))))
 }
 
-/// Compacts `file` (after a good input) and expects `ERR_INPUT_CORRUPT` naming it and `column`,
+/// Compacts `file` (after `good.parquet`, its copy before the edit) and expects `ERR_INPUT_CORRUPT` naming it and `column`,
 /// with `says` in the message, and nothing in outDir.
 fn refused(s: &Scratch, file: &Path, column: &str, says: &str) -> String {
     let good = s.path().join("good.parquet");
-    write(&good, vec![("id", ids(10))], plain().build());
     let out = s.path().join("out");
     let files = vec![good.display().to_string(), file.display().to_string()];
     let err = match run(&files, &opts(&out)) {
@@ -218,6 +217,7 @@ fn a_string_dictionary_page_declaring_i32_max_values_is_refused_before_parquet_r
     let path = s.path().join("dict.parquet");
     write(&path, vec![("id", ids(50)), ("s", words(50))], plain().set_dictionary_enabled(true).build());
     let (dictionary, _) = pages_of(&path, 1);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     // (i32::MAX values: 16 GiB of offsets for a page of 7 values)
     edit_page(&path, dictionary.unwrap(), |h, _| set_int(sub(h, 7), 1, i64::from(i32::MAX)));
     refused(&s, &path, "s", "a dictionary page declares 2147483647 values in");
@@ -230,8 +230,9 @@ fn an_int32_dictionary_page_declaring_2_30_values_is_refused() {
     let n: ArrayRef = Arc::new(Int32Array::from_iter_values((0..50).map(|i| i % 5)));
     write(&path, vec![("id", ids(50)), ("n", n)], plain().set_dictionary_enabled(true).build());
     let (dictionary, _) = pages_of(&path, 1);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     edit_page(&path, dictionary.unwrap(), |h, _| set_int(sub(h, 7), 1, 1 << 30));
-    refused(&s, &path, "n", "a dictionary page declares 1073741824 values in 20 bytes");
+    refused(&s, &path, "n", "a dictionary page declares 1073741824 values in 16 bytes");
 }
 
 /// 2^40 as a ULEB128 varint.
@@ -247,6 +248,7 @@ fn a_delta_length_byte_array_page_counting_2_40_lengths_is_refused() {
         plain().set_column_encoding("s".into(), Encoding::DELTA_LENGTH_BYTE_ARRAY).build(),
     );
     let (_, data) = pages_of(&path, 1);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     edit_page(&path, data, |_, body| {
         // the lengths' header: block 128, 4 miniblocks, 50 values (a required column: no levels)
         assert_eq!(&body[..4], &[0x80, 0x01, 0x04, 50]);
@@ -263,6 +265,7 @@ fn a_delta_byte_array_page_counting_2_40_prefixes_or_suffixes_is_refused() {
         let one: ArrayRef = Arc::new(StringArray::from(vec!["hello"]));
         write(&path, vec![("id", ids(1)), ("s", one)], plain().set_column_encoding("s".into(), Encoding::DELTA_BYTE_ARRAY).build());
         let (_, data) = pages_of(&path, 1);
+        std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
         edit_page(&path, data, |_, body| {
             // one value: the prefix stream is its header alone, the suffix stream's follows
             assert_eq!(&body[..10], &[0x80, 0x01, 0x04, 0x01, 0x00, 0x80, 0x01, 0x04, 0x01, 0x0a]);
@@ -278,6 +281,7 @@ fn a_delta_binary_packed_page_counting_more_values_than_it_holds_is_refused() {
     let path = s.path().join("dbp.parquet");
     write(&path, vec![("id", ids(50))], plain().set_column_encoding("id".into(), Encoding::DELTA_BINARY_PACKED).build());
     let (_, data) = pages_of(&path, 0);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     edit_page(&path, data, |_, body| {
         assert_eq!(&body[..4], &[0x80, 0x01, 0x04, 50]);
         body[3] = 51;
@@ -291,6 +295,7 @@ fn a_data_page_declaring_fewer_values_than_its_row_group_rows_is_refused_not_rea
     let path = s.path().join("fewer.parquet");
     write(&path, vec![("id", ids(100))], plain().build());
     let (_, data) = pages_of(&path, 0);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     edit_page(&path, data, |h, _| set_int(sub(h, 5), 1, 60));
     refused(&s, &path, "id", "data pages hold 60 values (one per row) where the row group declares 100 rows");
 }
@@ -301,6 +306,7 @@ fn a_data_page_declaring_more_values_than_its_row_group_rows_is_refused() {
     let path = s.path().join("more.parquet");
     write(&path, vec![("id", ids(100)), ("s", words(100))], plain().build());
     let (_, data) = pages_of(&path, 1);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     edit_page(&path, data, |h, _| set_int(sub(h, 5), 1, 150));
     refused(&s, &path, "s", "data pages hold 150 values (one per row) where the row group declares 100 rows");
 }
@@ -311,6 +317,7 @@ fn a_v2_page_of_a_flat_column_whose_rows_are_not_its_values_is_refused() {
     let path = s.path().join("v2.parquet");
     write(&path, vec![("id", ids(100)), ("s", words(100))], plain().set_writer_version(WriterVersion::PARQUET_2_0).build());
     let (_, data) = pages_of(&path, 1);
+    std::fs::copy(&path, s.path().join("good.parquet")).unwrap();
     // DataPageHeaderV2: 1 num_values, 2 num_nulls, 3 num_rows
     edit_page(&path, data, |h, _| set_int(sub(h, 8), 3, 40));
     refused(&s, &path, "s", "a v2 data page of a flat column declares 40 rows and 100 values");
