@@ -321,7 +321,11 @@ impl DeltaHeader {
     /// stream (sizes that are not multiples of 128 and 32, a width past 32 bits, too short).
     fn stream_end(&self, buf: &[u8]) -> Option<usize> {
         let block = self.block_size;
-        if block == 0 || block % 128 != 0 || block % self.miniblocks != 0 || (block / self.miniblocks) % 32 != 0 {
+        if block == 0
+            || !block.is_multiple_of(128)
+            || !block.is_multiple_of(self.miniblocks)
+            || !(block / self.miniblocks).is_multiple_of(32)
+        {
             return None;
         }
         let per_miniblock = block / self.miniblocks;
