@@ -13,12 +13,16 @@
 //! The rows and values decoded are the same.
 //!
 //! Chunks whose large plain pages are better decompressed as a stream are read by `streamed`.
+//! Every page, whichever reader decompressed it, is checked by `pagecheck` before parquet-rs
+//! decodes it (counts it would allocate by, and the chunk's values against the row group's rows).
 //!
 //! Memory: per column, the pages its page reader holds (`streamed`, or parquet-rs's); one page
 //! read ahead of the split while the first chunk ends.
 
 use crate::guard::GuardedInput;
+use crate::pagecheck::{Checked, Faults};
 use crate::streamed::metadata_of;
+use crate::testhooks::disabled;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, RowSelection};
 use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::Encoding;
@@ -40,9 +44,73 @@ pub fn record_reader(
     batch_size: usize,
     selection: Option<RowSelection>,
 ) -> ParquetResult<ParquetRecordBatchReader> {
+    checked_reader(file, meta, index, mask, batch_size, selection).map(|(reader, _)| reader)
+}
+
+/// `record_reader`, and where its page checks keep the first page they refuse (the file's
+/// column named without decoding anything again).
+pub fn checked_reader(
+    file: GuardedInput,
+    meta: &ArrowReaderMetadata,
+    index: usize,
+    mask: ProjectionMask,
+    batch_size: usize,
+    selection: Option<RowSelection>,
+) -> ParquetResult<(ParquetRecordBatchReader, Faults)> {
     let levels = parquet_to_arrow_field_levels(meta.parquet_schema(), mask, Some(meta.schema().fields()))?;
     let row_group = RowGroup::new(file, meta.metadata().clone(), index);
-    ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, selection)
+    let faults = row_group.faults.clone();
+    Ok((ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, batch_size, selection)?, faults))
+}
+
+/// Every row group of `file` in turn (`meta` its footer and Arrow schema), the columns in
+/// `mask`, each read by `record_reader`: for readings of whole inputs outside `read` (the
+/// partition columns of an input, the dedupe keys of kept files), so that their pages are
+/// checked as every other reading's.
+pub struct FileBatches {
+    file: GuardedInput,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    batch_size: usize,
+    next: usize,
+    current: Option<ParquetRecordBatchReader>,
+}
+
+impl FileBatches {
+    pub fn new(file: &GuardedInput, meta: ArrowReaderMetadata, mask: ProjectionMask, batch_size: usize) -> std::io::Result<Self> {
+        Ok(FileBatches { file: file.try_clone()?, meta, mask, batch_size, next: 0, current: None })
+    }
+}
+
+impl Iterator for FileBatches {
+    type Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(reader) = self.current.as_mut() {
+                match reader.next() {
+                    Some(batch) => return Some(batch),
+                    None => self.current = None,
+                }
+            }
+            if self.next >= self.meta.metadata().num_row_groups() {
+                return None;
+            }
+            let index = self.next;
+            self.next += 1;
+            let opened = self
+                .file
+                .try_clone()
+                .map_err(|e| parquet::errors::ParquetError::General(e.to_string()))
+                .and_then(|handle| record_reader(handle, &self.meta, index, self.mask.clone(), self.batch_size, None));
+            match opened {
+                Ok(reader) => self.current = Some(reader),
+                Err(e) => {
+                    self.next = usize::MAX;
+                    return Some(Err(e.into()));
+                }
+            }
+        }
+    }
 }
 
 /// One row group of one input, for `ParquetRecordBatchReader::try_new_with_row_groups`.
@@ -54,11 +122,13 @@ pub struct RowGroup {
     splits: Arc<AtomicUsize>,
     /// What its streamed page readers did (`streamed`).
     streamed: Arc<crate::streamed::Counts>,
+    /// The first page its checks refused (`pagecheck`).
+    faults: Faults,
 }
 
 impl RowGroup {
     pub fn new(file: GuardedInput, metadata: Arc<ParquetMetaData>, index: usize) -> Self {
-        RowGroup { file: Arc::new(file), metadata, index, splits: Arc::default(), streamed: Arc::default() }
+        RowGroup { file: Arc::new(file), metadata, index, splits: Arc::default(), streamed: Arc::default(), faults: Faults::default() }
     }
 
     /// How many of its column chunks were split at a fallback to plain pages so far.
@@ -95,6 +165,11 @@ impl parquet::arrow::arrow_reader::RowGroups for RowGroup {
             crate::streamed::reader(self.file.clone(), column, rows, self.streamed.clone())?
         } else {
             Box::new(SerializedPageReader::new(self.file.clone(), column, rows, None)?)
+        };
+        let pages: Box<dyn PageReader> = if disabled("pages") {
+            pages
+        } else {
+            Box::new(Checked::new(pages, column.column_descr_ptr(), rows as u64, self.faults.clone()))
         };
         let flat = column.column_descr().max_rep_level() == 0;
         let readers: Vec<Box<dyn PageReader>> = if flat && column.dictionary_page_offset().is_some() {

@@ -19,7 +19,6 @@ use crate::plan::{load_metadata, open_input};
 use crate::report::{file_report, FileReport};
 use crate::write::Outputs;
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::Length;
 use std::collections::HashSet;
@@ -63,9 +62,9 @@ pub fn seed_keys(deduper: &mut Deduper, key_type: &DataType, files: &[InputFile]
         let Ok(root) = meta.schema().index_of(&name) else {
             continue; // a file without the key column holds only null keys, which never repeat
         };
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone());
-        let mask = ProjectionMask::roots(builder.parquet_schema(), [root]);
-        let reader = builder.with_projection(mask).with_batch_size(limits.batch_rows).build().map_err(|e| corrupt(e.to_string()))?;
+        let mask = ProjectionMask::roots(meta.parquet_schema(), [root]);
+        // (its pages checked as `read`'s are: `chunks`)
+        let reader = crate::chunks::FileBatches::new(&file, meta.clone(), mask, limits.batch_rows).map_err(|e| corrupt(e.to_string()))?;
         for batch in reader {
             check_cancel(cancel)?;
             let batch = contain(|| batch).map_err(corrupt)?.map_err(|e| corrupt(e.to_string()))?;

@@ -44,6 +44,7 @@ mod node_result;
 mod node_values;
 pub mod options;
 pub mod order;
+pub mod pagecheck;
 pub mod plan;
 pub mod planning;
 pub mod read;

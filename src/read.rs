@@ -21,6 +21,10 @@
 //! dedupe occurrences a first pass found) are skipped with a row selection, never decoded;
 //! equality-deleted rows are filtered out and counted per batch. Row groups shared with other
 //! partition tuples are filtered to the tuple being written in the same pass.
+//!
+//! Rows are counted against the footer: a row group's reader must yield every row (every
+//! selected row) its footer declares before it ends, else the input is corrupt — a reading that
+//! lost rows is an error, not a smaller output (its pages are counted too: `pagecheck`).
 
 use crate::batch::Batch;
 use crate::budget::{decoded_size, estimate_row_bytes, held_bytes, rows_per_batch, ReadLimits};
@@ -30,14 +34,16 @@ use crate::error::{check_cancel, CompactError, Result};
 use crate::guard::GuardedInput;
 use crate::iceberg::deletes::DeleteIndex;
 use crate::memory::Reservation;
+use crate::pagecheck::Faults;
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
+use crate::testhooks::disabled;
 use crate::unify::same_field;
 use crate::unify::widen_array;
 use arrow_array::BooleanArray;
 use arrow_array::{make_array, new_null_array, ArrayRef};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader};
 use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 use roaring::RoaringTreemap;
@@ -139,6 +145,38 @@ struct RowGroupReader<'a> {
     adapt: Option<(Vec<Option<usize>>, SchemaRef)>,
     /// Rows decoded so far (an index into the selected rows).
     done: usize,
+    /// The first page its page checks refused (`pagecheck`).
+    faults: Faults,
+}
+
+impl RowGroupReader<'_> {
+    /// The reader has ended: it must have decoded every row the footer declares for the row
+    /// group (every selected one, with a selection), else a reading lost rows.
+    fn all_read(&self, path: &Path) -> Result<()> {
+        let expected = self.skip.selection.as_ref().map_or(self.rows, RowSelection::row_count);
+        if self.done != expected && !disabled("rows") {
+            let fault = self.faults.get();
+            return Err(CompactError::corrupt(
+                path,
+                fault.map(|f| f.column.clone()),
+                format!(
+                    "row group {}: {} rows decoded where its footer declares {} rows ({expected} of them read)",
+                    self.segment.row_group, self.done, self.rows
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A decode failed: the file and column of the page the checks refused, else found by
+    /// `diagnose`.
+    fn failed(&self, path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata, msg: String) -> CompactError {
+        let rg = self.segment.row_group;
+        match self.faults.get() {
+            Some(f) => CompactError::corrupt(path, Some(f.column.clone()), format!("row group {rg}: {}", f.msg)),
+            None => diagnose(path, file, meta, rg, self.batch_size, msg),
+        }
+    }
 }
 
 impl<'a, 'f> SegmentReader<'a, 'f> {
@@ -193,12 +231,13 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             let mut held = memory.hold(estimate);
             let batch = match contain(|| rg.reader.next()) {
                 Ok(None) => {
+                    rg.all_read(path)?;
                     self.current = None;
                     continue;
                 }
                 Ok(Some(Ok(b))) => b,
-                Ok(Some(Err(e))) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, e.to_string())),
-                Err(panic) => return Err(diagnose(path, file, meta, rg.segment.row_group, rg.batch_size, panic)),
+                Ok(Some(Err(e))) => return Err(rg.failed(path, file, meta, e.to_string())),
+                Err(panic) => return Err(rg.failed(path, file, meta, panic)),
             };
             let batch = match &rg.adapt {
                 Some((map, schema)) => adapt(path, batch, map, schema)?,
@@ -319,10 +358,10 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
         };
         let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
         // (its column chunks as `chunks` hands them over: a dictionary is let go at a fallback)
-        let reader = crate::chunks::record_reader(handle, meta, segment.row_group, mask, batch_size, skip.selection.clone())
+        let (reader, faults) = crate::chunks::checked_reader(handle, meta, segment.row_group, mask, batch_size, skip.selection.clone())
             .map_err(|e| CompactError::corrupt(path, None, e))?;
         let rg_bytes = rg.compressed_size().max(0) as f64;
-        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0, adapt: adapt_to }))
+        Ok(Some(RowGroupReader { segment, reader, skip, rg_start, rows, rg_bytes, batch_size, per_row, done: 0, adapt: adapt_to, faults }))
     }
 }
 
@@ -461,20 +500,13 @@ pub fn read_all(plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, mut sink:
     read_segments(plan, &all_segments(plan), None, limits, cancel, RowFilters::default(), |_, b| sink(b))
 }
 
-fn builder(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata) -> Result<ParquetRecordBatchReaderBuilder<GuardedInput>> {
-    let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
-    Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone()))
-}
-
-/// A decode failed: find the column by decoding the row group one leaf at a time.
+/// A decode failed: find the column by decoding the row group one leaf at a time (through the
+/// same page readers and checks as the reading that failed: `chunks`).
 fn diagnose(path: &Path, file: &GuardedInput, meta: &ArrowReaderMetadata, rg: usize, batch_size: usize, msg: String) -> CompactError {
     let descr = meta.metadata().file_metadata().schema_descr_ptr();
     for leaf in 0..descr.num_columns() {
-        let reader = builder(path, file, meta).and_then(|b| {
-            b.with_row_groups(vec![rg])
-                .with_batch_size(batch_size)
-                .with_projection(ProjectionMask::leaves(&descr, [leaf]))
-                .build()
+        let reader = file.try_clone().map_err(|e| CompactError::input_open(path, &e)).and_then(|handle| {
+            crate::chunks::record_reader(handle, meta, rg, ProjectionMask::leaves(&descr, [leaf]), batch_size, None)
                 .map_err(|e| CompactError::corrupt(path, None, e))
         });
         let failed = match reader {

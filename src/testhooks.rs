@@ -2,7 +2,9 @@
 //! tests show that each guard is what holds its property, and stop a run at a chosen point.
 //! - `GENCOMPACT_TEST_DISABLE_GUARDS=a,b`: turn guards off: `input` (hostile-input checks,
 //!   `guard`), `tmp-names` (outputs written under their final names at once), `cleanup` (a
-//!   failed call leaves its files), `exclusive` (outputs opened through existing paths).
+//!   failed call leaves its files), `exclusive` (outputs opened through existing paths),
+//!   `pages` (the checks of decompressed pages, `pagecheck`), `rows` (a row group's rows
+//!   counted against its footer, `read`).
 //! - `GENCOMPACT_TEST_PAUSE_AT=point`: the first time the run reaches `point` (`read`: a batch
 //!   was read, nothing written; `row-group`: a row group written, its file still open;
 //!   `between-files`: a file closed, the next not opened; `verify`; `publish`: the first output

@@ -18,7 +18,7 @@ use crate::plan::{load_metadata, open_input, wide_offsets_schema};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
 use std::collections::HashMap;
@@ -186,10 +186,10 @@ pub fn file_partitions(
     let mut partitioner = Partitioner::new(&schema, spec)?;
     let roots = partitioner.source_roots();
     let options = crate::plan::base_reader_options().with_schema(schema.clone());
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file.try_clone().map_err(|e| CompactError::io(path, &e))?, options)
-        .map_err(|e| CompactError::corrupt(path, None, e))?;
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder.with_projection(mask).with_batch_size(8192).build().map_err(|e| CompactError::corrupt(path, None, e))?;
+    let reader_meta = ArrowReaderMetadata::load(file, options).map_err(|e| CompactError::corrupt(path, None, e))?;
+    let mask = ProjectionMask::roots(reader_meta.parquet_schema(), roots);
+    // (its pages checked as `read`'s are: `chunks`)
+    let reader = crate::chunks::FileBatches::new(file, reader_meta, mask, 8192).map_err(|e| CompactError::io(path, &e))?;
     let mut counts: Vec<(usize, u64)> = Vec::new();
     for batch in reader {
         let batch =

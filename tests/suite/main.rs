@@ -10,6 +10,7 @@ mod compaction;
 mod deletes;
 mod dictionary;
 mod footers;
+mod pagecheck;
 mod pages;
 mod rolling;
 mod sort;
