@@ -21,8 +21,10 @@ const MiB = 1024 * KiB
 /** Typed errors a legal combination of options may end in (the options contract). */
 const DOCUMENTED = new Set(['ERR_INVALID_OPTIONS'])
 
-function py(...args) {
-  return JSON.parse(execFileSync('python3', [OPTIONS_PY, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 }))
+/** options.py `command` with `arg`: a directory, or a JSON value (passed on stdin). */
+function py(command, arg) {
+  const [args, input] = typeof arg === 'string' && !arg.startsWith('[') && !arg.startsWith('{') ? [[arg], ''] : [[], arg]
+  return JSON.parse(execFileSync('python3', [OPTIONS_PY, command, ...args], { encoding: 'utf8', input, maxBuffer: 256 << 20 }))
 }
 
 /** mulberry32: a small seeded generator, so a failing combination can be replayed. */

@@ -8,8 +8,8 @@
   options.py meta <dir>        inputs whose Parquet columns are identical but whose ARROW:schema
                                differ (int64 / duration), agree (duration twice), or does not
                                decode (written after the data, so the file holds no other).
-  options.py read <json>       [files]: pyarrow's Arrow schema and rows of each, or its error.
-  options.py compare <json>    [{inputs, outputs, dedupeBy}], each: pyarrow reads every input and every
+  options.py read < json       [files]: pyarrow's Arrow schema and rows of each, or its error.
+  options.py compare < json    [{inputs, outputs, dedupeBy}], each: pyarrow reads every input and every
                                output; the inputs' rows (after dedupe's drops: the first row of
                                each non-null key in files order, then row order) and the
                                outputs' rows compared as multisets, and their Arrow schemas.
@@ -132,8 +132,8 @@ if __name__ == '__main__':
     elif sys.argv[1] == 'meta':
         meta(sys.argv[2])
     elif sys.argv[1] == 'read':
-        read_back(json.loads(sys.argv[2]))
+        read_back(json.load(sys.stdin))
     elif sys.argv[1] == 'compare':
-        compare(json.loads(sys.argv[2]))
+        compare(json.load(sys.stdin))
     else:
         raise SystemExit(f'unknown command {sys.argv[1]}')
