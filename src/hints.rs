@@ -5,13 +5,16 @@
 //! Parquet schema with its own `ARROW:schema` applied — or without it where that value is absent,
 //! does not decode or does not fit the file's columns (a value that does not decode is never
 //! carried). Only where every input reads the same (columns, types, field and schema metadata)
-//! and some input carried a value that decoded does an output carry one: regenerated, the output's
-//! Parquet schema read through that agreed schema, encoded afresh. Anything else leaves the output
+//! and some input carried a value that decoded does an output carry one: the inputs' own value
+//! where every input carries the same bytes (what their writer put there, names and metadata that
+//! parquet-rs does not read included), else regenerated — the output's Parquet schema read through
+//! the agreed schema, encoded afresh — and either only if it reads, over the output's columns, as
+//! the inputs did. Anything else leaves the output
 //! to be read from its Parquet schema alone. (Column by column is not an option: a reader takes
 //! the embedded schema whole, and a column it does not name is read differently by each reader —
 //! a UTC timestamp is `UTC` to pyarrow, `+00:00` to parquet-rs.)
 //!
-//! Memory: the first input's reading.
+//! Memory: the first input's reading and `ARROW:schema` value.
 
 use crate::contain::contain;
 use arrow_schema::Schema;
@@ -28,8 +31,9 @@ pub enum Readings {
     /// No input yet.
     #[default]
     Empty,
-    /// Every input so far reads as this; `embedded`: some carried a value that decoded.
-    Agreed { reading: Schema, embedded: bool },
+    /// Every input so far reads as this; `embedded`: some carried a value that decoded; `value`:
+    /// the value every input so far carried, byte for byte (`None` once two differ or one has none).
+    Agreed { reading: Schema, embedded: bool, value: Option<String> },
     /// Two inputs read differently (or one could not be read at all).
     Differ,
 }
@@ -50,16 +54,19 @@ pub fn value_of<'a>(kv: Option<&'a Vec<KeyValue>>, key: &str) -> Option<&'a str>
 impl Readings {
     /// Adds the reading of an input of Parquet schema `schema` and key-value metadata `kv`.
     pub fn add(&mut self, schema: &SchemaDescriptor, kv: Option<&Vec<KeyValue>>) {
-        let embedded = value_of(kv, KEY).and_then(|v| read_with(schema, Some(v)));
+        let raw = value_of(kv, KEY);
+        let embedded = raw.and_then(|v| read_with(schema, Some(v)));
         let decoded = embedded.is_some();
+        let raw = raw.filter(|_| decoded);
         let Some(reading) = embedded.or_else(|| read_with(schema, None)) else {
             *self = Readings::Differ;
             return;
         };
         *self = match std::mem::take(self) {
-            Readings::Empty => Readings::Agreed { reading, embedded: decoded },
-            Readings::Agreed { reading: agreed, embedded } if agreed == reading => {
-                Readings::Agreed { reading: agreed, embedded: embedded || decoded }
+            Readings::Empty => Readings::Agreed { reading, embedded: decoded, value: raw.map(str::to_string) },
+            Readings::Agreed { reading: agreed, embedded, value } if agreed == reading => {
+                let value = value.filter(|v| raw == Some(v.as_str()));
+                Readings::Agreed { reading: agreed, embedded: embedded || decoded, value }
             }
             _ => Readings::Differ,
         };
@@ -68,7 +75,10 @@ impl Readings {
     /// The `ARROW:schema` value for outputs of Parquet schema `output` (see the module doc), or
     /// `None` when none is to be written.
     pub fn output_value(&self, output: &SchemaDescriptor) -> Option<String> {
-        let Readings::Agreed { reading, embedded: true } = self else { return None };
+        let Readings::Agreed { reading, embedded: true, value } = self else { return None };
+        if let Some(value) = value.as_ref().filter(|v| read_with(output, Some(v)).as_ref() == Some(reading)) {
+            return Some(value.clone());
+        }
         let resolved = read_with(output, Some(&encode_arrow_schema(reading)))?;
         (resolved == *reading).then(|| encode_arrow_schema(&resolved))
     }
@@ -115,6 +125,17 @@ mod tests {
         r.add(&b, Some(&kv(&durations)));
         let out = decoded(&b, &r.output_value(&b).unwrap());
         assert_eq!(out, durations);
+        assert_eq!(r.output_value(&b), Some(encode_arrow_schema(&durations)), "the same bytes: carried as they are");
+        // the same reading from other bytes (nullability is the Parquet schema's either way):
+        // regenerated from the reading
+        let required = Schema::new(durations.fields().iter().map(|f| f.as_ref().clone().with_nullable(false)).collect::<Vec<_>>());
+        assert_ne!(encode_arrow_schema(&required), encode_arrow_schema(&durations));
+        let mut r = Readings::default();
+        r.add(&b, Some(&kv(&durations)));
+        r.add(&b, Some(&kv(&required)));
+        let value = r.output_value(&b).unwrap();
+        assert_eq!(decoded(&b, &value), durations);
+        assert_ne!(value, encode_arrow_schema(&required));
         // one input without a value reads from Parquet alone (int64, a UTC timestamp): no agreement
         r.add(&b, None);
         assert_eq!(r.output_value(&b), None);
