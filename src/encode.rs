@@ -402,7 +402,9 @@ fn no_panic(out: Vec<Done>) -> Result<Vec<Done>> {
 fn sample_values(column: &dyn Array, n: &mut usize, seen: &mut HashSet<u128>) {
     if let Some(d) = column.as_any_dictionary_opt() {
         let Some(value) = crate::digest::byte_values(d.values().as_ref()) else { return };
-        let keys = d.normalized_keys();
+        // (a batch whose rows of the column are all null may come with no values: arrow's
+        // `normalized_keys` asserts there)
+        let keys = crate::dictionary::dictionary_keys(d);
         // Each referenced value is hashed once, however many rows name it.
         let mut hashes: HashMap<usize, u128> = HashMap::new();
         for (i, &k) in keys.iter().enumerate() {
@@ -477,6 +479,40 @@ mod tests {
             rows += b.unwrap().num_rows();
         }
         assert_eq!(rows, DISTINCT_SAMPLE - 1 + 2 * n);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dictionary_column_all_null_with_no_values_is_sampled_and_written() {
+        // An all-null stretch of a dictionary column (a row group whose chunk is all null, a
+        // sorted batch of its null rows) comes as a dictionary with no values at all: sampling
+        // it tripped arrow's assertion in `normalized_keys` (issue 50: ERR_INTERNAL).
+        let dir = std::env::temp_dir().join(format!("gencompact-encode-empty-dict-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.parquet");
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::LargeUtf8));
+        let schema = Arc::new(Schema::new(vec![Field::new("cat", dict, true)]));
+        let parquet = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let props = WriterProperties::builder().set_dictionary_enabled(true).build();
+        let mut w = ColumnWriter::new(File::create(&path).unwrap(), schema.clone(), &parquet, props, 1).unwrap();
+        let empty = arrow_array::LargeStringArray::from(Vec::<&str>::new());
+        let nulls: ArrayRef = Arc::new(DictionaryArray::new(Int32Array::from(vec![None::<i32>; 5]), Arc::new(empty)));
+        let some = arrow_array::LargeStringArray::from(vec!["a", "b"]);
+        let values: ArrayRef = Arc::new(DictionaryArray::new(Int32Array::from(vec![Some(1), None, Some(0)]), Arc::new(some)));
+        w.write(&RecordBatch::try_new(schema.clone(), vec![nulls]).unwrap()).unwrap();
+        w.write(&RecordBatch::try_new(schema.clone(), vec![values]).unwrap()).unwrap();
+        w.finish().unwrap();
+        // parquet-rs's own reader: the five nulls, then b, null, a
+        let mut read: Vec<Option<String>> = Vec::new();
+        for b in
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap()
+        {
+            let b = b.unwrap();
+            read.extend(b.column(0).as_string::<i32>().iter().map(|v| v.map(str::to_string)));
+        }
+        let mut expected = vec![None; 5];
+        expected.extend([Some("b".to_string()), None, Some("a".to_string())]);
+        assert_eq!(read, expected);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -26,6 +26,7 @@ pub mod gather;
 pub mod group;
 pub mod guard;
 pub mod heap;
+pub mod hints;
 pub mod holes;
 pub mod hybrid;
 pub mod iceberg;

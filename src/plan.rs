@@ -1,8 +1,8 @@
 //! Plan: open every input read-only, parse its footer, unify the inputs' Parquet schemas
 //! (`unify`), and sum what the later stages need (rows, bytes, per-column encodings,
-//! key-value metadata). Footers are dropped after planning; only a small summary per input
-//! is kept, so memory grows with the number of inputs by a few dozen bytes each, not by
-//! their metadata.
+//! key-value metadata, the outputs' `ARROW:schema` from `hints`). Footers are dropped after
+//! planning; only a small summary per input is kept, so memory grows with the number of inputs
+//! by a few dozen bytes each, not by their metadata (plus one Arrow schema per distinct reading).
 
 use crate::contain::contain;
 use crate::error::{CompactError, Result};
@@ -65,7 +65,8 @@ pub struct Plan {
     pub parquet_schema: Arc<SchemaDescriptor>,
     /// The Arrow schema batches are decoded into (byte arrays with 64-bit offsets).
     pub arrow_schema: SchemaRef,
-    /// Key-value metadata of the inputs, the later file's value winning per key.
+    /// Key-value metadata of the inputs, the later file's value winning per key; `ARROW:schema`
+    /// derived for the outputs (`hints`).
     pub key_value: Vec<KeyValue>,
     /// Per leaf column: did any input dictionary-encode it?
     pub dictionary_leaves: Vec<bool>,
@@ -173,6 +174,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let mut distinct: Vec<(PathBuf, Arc<SchemaDescriptor>)> = Vec::new();
     let mut key_value: Vec<KeyValue> = Vec::new();
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
+    let mut readings = crate::hints::Readings::default();
     for input in files {
         let path = input.path.clone();
         // (planning reads footers, and a large column chunk's first page header: no page is
@@ -189,6 +191,7 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
         summary.deletes = input.deletes.clone();
         inputs.push(summary);
         merge_key_value(&mut key_value, pq.file_metadata().key_value_metadata());
+        readings.add(&descr, pq.file_metadata().key_value_metadata());
     }
     let fields = unify(&distinct)?;
     let root_name = distinct.last().map(|(_, d)| d.root_schema().name().to_string()).unwrap_or_else(|| "schema".into());
@@ -197,6 +200,10 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
         .build()
         .map_err(|e| CompactError::Internal(format!("unified schema: {e}")))?;
     let parquet_schema = Arc::new(SchemaDescriptor::new(Arc::new(root)));
+    // The embedded Arrow schema describes the outputs' own columns (`hints`), never one input's.
+    if let Some(value) = readings.output_value(&parquet_schema) {
+        key_value.push(KeyValue::new(crate::hints::KEY.to_string(), value));
+    }
     let arrow = parquet::arrow::parquet_to_arrow_schema(&parquet_schema, None)
         .map_err(|e| CompactError::Internal(format!("unified schema to Arrow: {e}")))?;
     let arrow_schema = Arc::new(wide_offsets_schema(&arrow));
@@ -288,8 +295,10 @@ fn summarize(
     })
 }
 
+/// Merges an input's key-value metadata into `into`, the later value winning per key — except
+/// `ARROW:schema`, which `hints` derives for the outputs.
 fn merge_key_value(into: &mut Vec<KeyValue>, from: Option<&Vec<KeyValue>>) {
-    for kv in from.into_iter().flatten() {
+    for kv in from.into_iter().flatten().filter(|kv| kv.key != crate::hints::KEY) {
         match into.iter_mut().find(|e| e.key == kv.key) {
             Some(existing) => existing.value = kv.value.clone(),
             None => into.push(kv.clone()),

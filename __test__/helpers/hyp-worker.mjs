@@ -152,6 +152,17 @@ const ops = {
     fs.writeFileSync(target, new Uint8Array(buffer))
     return { rows: rows.length }
   },
+
+  /**
+   * Writes `columnData` (hyparquet-writer's ColumnSource list; `bigint: true` on a column turns
+   * its numbers into BigInt) to `target` with hyparquet-writer.
+   */
+  async writeColumns(target, { columnData, rowGroupSize, codec = 'SNAPPY' }) {
+    const { parquetWriteBuffer } = await import('hyparquet-writer')
+    const columns = columnData.map(({ bigint, ...c }) => (bigint ? { ...c, data: c.data.map(v => (v === null ? null : BigInt(v))) } : c))
+    fs.writeFileSync(target, new Uint8Array(parquetWriteBuffer({ columnData: columns, rowGroupSize, codec })))
+    return { rows: columnData[0].data.length }
+  },
 }
 
 try {

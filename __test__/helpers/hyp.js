@@ -33,4 +33,6 @@ module.exports = {
   sampleRows: (file, opts = {}) => run('sampleRows', file, opts),
   metadata: file => run('metadata', file),
   retypedCopy: (source, target, spec) => run('retypedCopy', source, target, spec),
+  /** hyparquet-writer writes `{ columnData, rowGroupSize, codec }` to `target` */
+  writeColumns: (target, spec) => run('writeColumns', target, spec),
 }
