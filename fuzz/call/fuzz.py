@@ -223,7 +223,7 @@ def run_call(cfg, files, opts, workdir):
     env.update(cfg['env'])
     t0 = time.monotonic()
     errf = open(os.path.join(workdir, 'stderr.txt'), 'wb+')
-    p = subprocess.Popen(['node', os.path.join(HERE, 'driver.js'), job, res], stdout=subprocess.DEVNULL, stderr=errf,
+    p = subprocess.Popen(['node', cfg.get('driver', os.path.join(HERE, 'driver.js')), job, res], stdout=subprocess.DEVNULL, stderr=errf,
                          env=env, preexec_fn=limit(cfg['as_bytes']))
     hwm, hung = 0, False
     while True:
@@ -483,6 +483,51 @@ def baseline_list(cases):
     return out
 
 
+SELFTEST_DRIVERS = {
+    'abort': "process.abort()",
+    'hang': "setInterval(() => {}, 1000)",
+    'signal': "process.kill(process.pid, 'SIGSEGV')",
+    'untyped': "w({ ok: false, code: undefined, message: 'x', name: 'TypeError' })",
+    'internal': "w({ ok: false, code: 'ERR_INTERNAL', message: 'panic', name: 'Error' })",
+    'leftover': "require('fs').mkdirSync(job.opts.outDir, { recursive: true }); "
+                "require('fs').writeFileSync(job.opts.outDir + '/x.parquet.tmp', 'x'); "
+                "w({ ok: false, code: 'ERR_INPUT_CORRUPT', message: 'bad', name: 'Error' })",
+    'rss': "w({ ok: false, code: 'ERR_INPUT_CORRUPT', message: 'bad', name: 'Error' }, 1 << 30)",
+    'rows-differ': "w({ ok: true, files: [process.env.CALLFUZZ_FAKE_OUT] })",
+    'unreadable': "require('fs').mkdirSync(job.opts.outDir, { recursive: true }); "
+                  "require('fs').writeFileSync(job.opts.outDir + '/o.parquet', 'PAR1 not parquet PAR1'); "
+                  "w({ ok: true, files: [job.opts.outDir + '/o.parquet'] })",
+}
+
+
+def selftest(out_dir):
+    """Each class the campaign reports, raised on purpose (a fake driver per class, an output with a
+    row dropped), so a campaign that finds nothing is known able to find something. Prints
+    {class: classes found}; exit 1 when one is missed."""
+    cases = seeds.make(os.path.join(out_dir, 'seeds'), 1)
+    case = next(c for c in cases if c['name'] == 'ice-mixed')
+    cur = os.path.join(out_dir, 'cur')
+    got = {}
+    for cls, body in SELFTEST_DRIVERS.items():
+        shutil.rmtree(cur, ignore_errors=True)
+        os.makedirs(cur)
+        files, _ = prepare(random.Random(0), case, cur, 0)
+        # an output holding the first input's rows but one (the other inputs' rows missing too)
+        fake = os.path.join(cur, 'fake-out.parquet')
+        pq.write_table(pq.read_table(files[0]['path']).slice(1), fake)
+        drv = os.path.join(cur, 'drv.js')
+        with open(drv, 'w') as fh:
+            fh.write("const fs = require('fs'); const job = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));\n"
+                     "const w = (o, extra = 0) => { fs.writeFileSync(process.argv[3], JSON.stringify({ rssIdle: 0, rssPeak: extra, ...o })); process.exit(0) };\n"
+                     + body + "\n")
+        cfg = {'timeout': 2, 'as_bytes': 6 << 30, 'rss_slack': 64 * MIB, 'env': {'CALLFUZZ_FAKE_OUT': fake}, 'driver': drv}
+        opts = {'outDir': os.path.join(cur, 'out')}
+        o = run_call(cfg, files, opts, cur)
+        got[cls] = [c for c, _ in classify(cfg, files, opts, o, lambda: expected_rows(files, None))]
+    print(json.dumps(got))
+    return all(cls in found for cls, found in got.items())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--out', default=os.environ.get('CALLFUZZ_OUT', '/tmp/callfuzz'))
@@ -496,7 +541,11 @@ def main(argv=None):
     ap.add_argument('--keep', type=int, default=3, help='examples saved per signature')
     ap.add_argument('--only', type=int, default=None, help='run execution i alone (replay)')
     ap.add_argument('--no-baseline', action='store_true', help='skip the unmutated seeds')
+    ap.add_argument('--selftest', action='store_true', help='raise every class on purpose and check it is reported')
     a = ap.parse_args(argv)
+    if a.selftest:
+        ok = selftest(os.path.join(a.out, 'selftest'))
+        sys.exit(0 if ok else 1)
 
     addon = os.environ.get('GENCOMPACT_ADDON')
     test_build = os.path.join(HERE, '..', '..', 'target', 'test-addon', 'gencompact.linux-x64-gnu.node')
