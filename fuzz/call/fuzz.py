@@ -470,16 +470,23 @@ def execute(cfg, cases, index):
 
 
 def baseline_list(cases):
-    """Every seed unmutated, with default options and with the option shapes issue 50 names."""
+    """Every seed unmutated with default options, and once more with one of the option shapes issue
+    50 names (in turn): sortBy with batchBytes 1024, partitionBy with 65536, dedupeBy with
+    batchRows 7 and a small targetFileBytes."""
     out = []
     for i, c in enumerate(cases):
         out.append((i, {}))
+        shapes = []
         if c['sortable']:
-            out.append((i, {'sortBy': [{'column': c['sortable'][1 % len(c['sortable'])]}], 'batchBytes': 1024, 'threads': 1}))
+            shapes.append({'sortBy': [{'column': c['sortable'][1 % len(c['sortable'])]}], 'batchBytes': 1024, 'threads': 1})
         if c['partition']:
-            out.append((i, {'partitionBy': [{'column': c['partition'][0]}], 'batchBytes': 65536, 'threads': 2}))
+            shapes.append({'partitionBy': [{'column': c['partition'][0]}], 'batchBytes': 65536, 'threads': 2})
         if c['dedupe']:
-            out.append((i, {'dedupeBy': c['dedupe'], 'batchRows': 7, 'targetFileBytes': 4096}))
+            shapes.append({'dedupeBy': c['dedupe'], 'batchRows': 7, 'targetFileBytes': 4096})
+        if shapes and c.get('allShapes'):
+            out.extend((i, sh) for sh in shapes + [dict(shapes[0], batchBytes=2048)])
+        elif shapes:
+            out.append((i, shapes[i % len(shapes)]))
     return out
 
 
@@ -538,6 +545,8 @@ def main(argv=None):
     ap.add_argument('--as-gib', type=float, default=float(os.environ.get('CALLFUZZ_AS_GIB', '6')), help='address-space cap per call')
     ap.add_argument('--rss-slack', type=float, default=float(os.environ.get('CALLFUZZ_RSS_SLACK_MIB', '64')),
                     help='MiB over 3 x batchBytes + 64 MiB before a call counts as rss (the allocators\' kept blocks)')
+    ap.add_argument('--min-mutated', type=int, default=int(os.environ.get('CALLFUZZ_MIN_MUTATED', '0')),
+                    help='run past --time until this many mutated executions are done (a slow machine still fuzzes)')
     ap.add_argument('--keep', type=int, default=3, help='examples saved per signature')
     ap.add_argument('--only', type=int, default=None, help='run execution i alone (replay)')
     ap.add_argument('--no-baseline', action='store_true', help='skip the unmutated seeds')
@@ -569,13 +578,15 @@ def main(argv=None):
     sigs = collections.OrderedDict()
     compared = execs = 0
     indices = [a.only] if a.only is not None else None
+    log = open(os.path.join(a.out, 'executions.jsonl'), 'w')
     i = 0
     while True:
         if indices is not None:
             if not indices:
                 break
             i = indices.pop()
-        elif (a.execs and execs >= a.execs) or (not a.execs and time.monotonic() - t0 > a.time):
+        elif (a.execs and execs >= a.execs) or (not a.execs and time.monotonic() - t0 > a.time
+                                                   and execs - len(cfg['baseline']) >= a.min_mutated):
             break
         case, files, opts, desc, out, classes = execute(cfg, cases, i)
         execs += 1
@@ -583,6 +594,12 @@ def main(argv=None):
         codes['ok' if res and res['ok'] else (res or {}).get('code') or 'none'] += 1
         if out.get('oracle') == 'compared':
             compared += 1
+        log.write(json.dumps({'i': i, 'case': case['name'], 'mutations': desc, 'opts': {k: v for k, v in opts.items() if k != 'outDir'},
+                              'outcome': 'ok' if res and res['ok'] else (res or {}).get('code'),
+                              'message': (res or {}).get('message', '')[:160] if res and not res['ok'] else None,
+                              'oracle': out.get('oracle'), 'classes': [c for c, _ in classes],
+                              'seconds': round(out['elapsed'], 2)}) + '\n')
+        log.flush()
         for cls, detail in classes:
             counts[cls] += 1
             sig = signature(cls, detail, desc)
@@ -601,7 +618,7 @@ def main(argv=None):
     if changed:
         counts['input-modified'] += len(changed)
         sigs['input-modified'] = {'class': 'input-modified', 'count': len(changed), 'detail': changed[:5]}
-    summary = {'seed': a.seed, 'executions': execs, 'baselineExecutions': min(execs, len(cfg['baseline'])),
+    summary = {'seed': a.seed, 'executions': execs, 'baselineExecutions': min(execs, len(cfg['baseline'])), 'baselineTotal': len(cfg['baseline']),
                'seconds': round(time.monotonic() - t0, 1), 'rowsCompared': compared, 'outcomes': dict(codes),
                'classes': dict(counts), 'distinct': len(sigs), 'findings': list(sigs.items())}
     with open(os.path.join(a.out, 'summary.json'), 'w') as fh:

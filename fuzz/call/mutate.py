@@ -238,7 +238,7 @@ def m_page_payload(rng, data, ctx):
         return None
     enc = None
     if t == M.DATA_PAGE:
-        enc = pg.header.value(5).value(3) if isinstance(pg.header.value(5), T.Struct) else None
+        enc = pg.header.value(5).value(2) if isinstance(pg.header.value(5), T.Struct) else None
     elif t == M.DATA_PAGE_V2:
         enc = pg.header.value(8).value(4)
     starts = _values_starts(c, pg, raw, len(pre))

@@ -133,6 +133,18 @@ def make(out_dir, seed=1):
                'f': 'BYTE_STREAM_SPLIT', 'd': 'BYTE_STREAM_SPLIT'}
         flat_case(f'pa-delta-bss-v{ver[0]}', compression='ZSTD' if ver == '2.0' else 'SNAPPY', use_dictionary=False,
                   column_encoding=enc, data_page_version=ver)
+    # Arrow dictionary columns with nulls (ARROW:schema says dictionary, so readers keep them so)
+    files = []
+    for i in range(2):
+        path = p(f'pa-arrow-dict-{i}.parquet')
+        t = flat_rows(rng, 400, 10_000 * i)
+        t = t.set_column(1, fid('cat', pa.dictionary(pa.int32(), pa.string()), 2), t.column('cat').dictionary_encode())
+        t = t.set_column(5, fid('s', pa.dictionary(pa.int32(), pa.string()), 6),
+                         pa.array([None if v is None else v[:2] for v in t.column('s').to_pylist()]).dictionary_encode())
+        write_pyarrow(path, t, compression='SNAPPY')
+        files.append({'path': path})
+    cases.append({'name': 'pa-arrow-dict', 'files': files, 'sortable': FLAT_SORTABLE, 'partition': ['cat', 'd'], 'dedupe': 'id',
+                  'allShapes': True})
     flat_case('pa-one-file-big-pages', nfiles=1, rows=1500, compression='ZSTD', data_page_size=1 << 20, row_group_size=1 << 20)
 
     for ver in ['1.0', '2.0']:
