@@ -49,11 +49,12 @@ class Struct:
 
 
 class List:
-    """A list or set: element type, items, and a declared length (None: the items' count)."""
-    __slots__ = ('etype', 'items', 'declared')
+    """A list or set: element type, items, and a declared length (None: the items' count); `wtype`,
+    when set, is the type the items are written as (a header that lies about its element type)."""
+    __slots__ = ('etype', 'items', 'declared', 'wtype')
 
     def __init__(self, etype, items, declared=None):
-        self.etype, self.items, self.declared = etype, items, declared
+        self.etype, self.items, self.declared, self.wtype = etype, items, declared, None
 
     def __repr__(self):
         return f'List({NAMES.get(self.etype, self.etype)}, {self.items!r})'
@@ -213,7 +214,7 @@ def write_value(out, ttype, v):
             out.append(0xF0 | (v.etype & 0x0F))
             out += varint(n)
         for x in v.items:
-            write_value(out, v.etype, x)
+            write_value(out, v.etype if v.wtype is None else v.wtype, x)
     elif ttype == MAP:
         n = len(v.items) if v.declared is None else v.declared
         out += varint(n)

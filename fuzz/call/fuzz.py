@@ -453,7 +453,7 @@ def execute(cfg, cases, index):
         files, desc = prepare(rng, case, cur, 0)
         opts = dict(opts_base, outDir=os.path.join(cur, 'out'))
     else:
-        case = rng.choice(cases)
+        case = rng.choices(cases, [case_weight(c) for c in cases])[0]
         nmut = rng.choices([0, 1, 2, 3], [5, 65, 20, 10])[0]
         files, desc = prepare(rng, case, cur, nmut)
         opts = sample_opts(rng, case, os.path.join(cur, 'out'))
@@ -467,6 +467,11 @@ def execute(cfg, cases, index):
     out = run_call(cfg, files, opts, cur)
     classes = classify(cfg, files, opts, out, oracle)
     return case, files, opts, desc, out, classes
+
+
+def case_weight(c):
+    n = c['name']
+    return 3 if 'delta' in n else 2 if ('nested' in n or n.startswith('ice') or 'arrow' in n or n.startswith('duck')) else 1
 
 
 def baseline_list(cases):

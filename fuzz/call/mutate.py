@@ -17,7 +17,8 @@ import cthrift as T
 import pqmodel as M
 
 I32MAX = (1 << 31) - 1
-INTERESTING = [0, -1, 1, 2, 7, 255, 1 << 15, I32MAX, -(1 << 31), 1 << 31, 1 << 32, 1 << 40, (1 << 63) - 1, -(1 << 63)]
+INTERESTING = [0, -1, 1, 2, 7, 255, 1 << 15, I32MAX, I32MAX, -(1 << 31), 1 << 31, 1 << 30, 1 << 32, 1 << 40, 1 << 40,
+               (1 << 63) - 1, -(1 << 63)]
 
 
 def pick_int(rng, old=None):
@@ -50,7 +51,7 @@ def mutate_tree(rng, root, hot=None):
     lists = [(p, lst) for p, lst, par in T.walk(root) if par is None and isinstance(lst, T.List)]
     if not nodes:
         return None
-    if hot and rng.random() < 0.6:
+    if hot and rng.random() < 0.75:
         hn = [n for n in nodes if n[0] in hot]
         if hn:
             nodes = hn
@@ -64,6 +65,8 @@ def mutate_tree(rng, root, hot=None):
             del lst.items[rng.randrange(len(lst.items))]
             return f'list {p}: an item dropped'
         if r < 0.7:
+            if lst.wtype is None:
+                lst.wtype = lst.etype
             lst.etype = rng.choice([T.I32, T.I64, T.BINARY, T.STRUCT, T.LIST, T.TRUE])
             return f'list {p}: element type -> {T.NAMES.get(lst.etype)}'
         lst.declared = rng.choice([0, len(lst.items) + 1, max(len(lst.items) - 1, 0), I32MAX, 1 << 20])
@@ -71,13 +74,15 @@ def mutate_tree(rng, root, hot=None):
     p, f, par = rng.choice(nodes)
     r = rng.random()
     idx = par.fields.index(f)
-    if f.ttype in T.INT_TYPES and r < 0.45:
+    if f.ttype not in T.INT_TYPES:
+        r = 0.45 + r * 0.55  # no value edit: repeat, retype, drop, binary, swap
+    if f.ttype in T.INT_TYPES and r < 0.4:
         old = f.value
         f.value = pick_int(rng, old)
         if f.ttype == T.I32 and not -(1 << 31) <= f.value < (1 << 31) and rng.random() < 0.5:
             f.ttype = T.I64
         return f'field {p} ({T.NAMES[f.ttype]}): {old} -> {f.value}'
-    if r < 0.6:
+    if r < 0.72:
         # repeat the field: same wire type or another, after or before it
         t = f.ttype if rng.random() < 0.4 else rng.choice([T.I32, T.I64, T.BINARY, T.LIST, T.SET, T.STRUCT, T.TRUE, T.I16, T.BYTE])
         if t in T.INT_TYPES:
@@ -102,7 +107,7 @@ def mutate_tree(rng, root, hot=None):
         nf = T.Field(f.fid, t, v)
         par.fields.insert(idx + (1 if rng.random() < 0.7 else 0), nf)
         return f'field {p} repeated as {T.NAMES.get(t)} {v if not isinstance(v, (T.Struct, T.List)) else type(v).__name__}'
-    if r < 0.72:
+    if r < 0.8:
         old = f.ttype
         if f.ttype == T.LIST:
             f.ttype = T.SET
@@ -118,10 +123,10 @@ def mutate_tree(rng, root, hot=None):
             f.ttype = rng.choice([T.I32, T.I64, T.BINARY, T.STRUCT])
             f.value = {T.I32: 0, T.I64: 1 << 40, T.BINARY: b'', T.STRUCT: T.Struct()}[f.ttype]
         return f'field {p}: wire type {T.NAMES.get(old)} -> {T.NAMES.get(f.ttype)}'
-    if r < 0.84:
+    if r < 0.87:
         del par.fields[idx]
         return f'field {p} dropped'
-    if r < 0.92 and f.ttype in T.INT_TYPES and isinstance(f.value, int):
+    if r < 0.93 and f.ttype in T.INT_TYPES and isinstance(f.value, int):
         f.value = T.Raw(overlong(((f.value << 1) ^ (f.value >> 63)) & ((1 << 64) - 1)))
         return f'field {p}: over-long varint'
     if f.ttype == T.BINARY and isinstance(f.value, bytes):
@@ -166,7 +171,8 @@ def m_page_header(rng, data, ctx):
     c = rng.choice(m.chunks)
     if not c.pages:
         return None
-    pg = rng.choice(c.pages)
+    dicts = [pg for pg in c.pages if pg.header.value(1) == M.DICTIONARY_PAGE]
+    pg = rng.choice(dicts) if dicts and rng.random() < 0.4 else rng.choice(c.pages)
     desc = mutate_tree(rng, pg.header, PH_HOT)
     if desc is None:
         return None
@@ -202,9 +208,9 @@ def _edit_varints(rng, buf, at, desc):
         vals.append((s, p))
     if not vals:
         return None, desc
-    k = rng.randrange(len(vals))
+    k = rng.choices(range(len(vals)), [3, 1, 4, 1][:len(vals)])[0]  # DELTA: block size, miniblocks, count, first
     s, e = vals[k]
-    v = rng.choice([0, 1, 2, 3, I32MAX, 1 << 31, 1 << 32, 1 << 40, (1 << 62), 1 << 20, 0x7FFFFFFF << 1])
+    v = rng.choice([0, 1, 3, I32MAX, 1 << 31, 1 << 32, 1 << 40, 1 << 40, (1 << 62), 1 << 20, 0x7FFFFFFF << 1])
     return bytes(buf[:s]) + T.varint(v) + bytes(buf[e:]), f'{desc}: varint #{k} at +{s - at} -> {v}'
 
 
@@ -212,7 +218,11 @@ def m_page_payload(rng, data, ctx):
     m = _model(data)
     if m is None or not m.chunks:
         return None
-    c = rng.choice(m.chunks)
+    def interest(ch):
+        encs = ch.meta.value(2)
+        e = set(encs.items) if isinstance(encs, T.List) else set()
+        return 6 if e & {5, 6, 7} else 3 if e & {2, 8, 9} else 1
+    c = rng.choices(m.chunks, [interest(ch) for ch in m.chunks])[0]
     pages = [pg for pg in c.pages if pg.header.value(1) in (M.DATA_PAGE, M.DATA_PAGE_V2, M.DICTIONARY_PAGE)]
     if not pages:
         return None
@@ -245,7 +255,7 @@ def m_page_payload(rng, data, ctx):
     at = rng.choice(starts)
     r = rng.random()
     what = f'page payload (rg {c.rg}, col {c.col}, type {t}, encoding {enc}, codec {c.codec})'
-    if r < 0.4 and at < len(raw):
+    if r < 0.55 and at < len(raw) and t != M.DICTIONARY_PAGE:
         if enc in (8, 2):  # RLE_DICTIONARY / PLAIN_DICTIONARY: bit width byte, then runs
             if rng.random() < 0.3:
                 raw = raw[:at] + bytes([rng.choice([0, 1, 31, 32, 33, 64, 255])]) + raw[at + 1:]
@@ -256,11 +266,11 @@ def m_page_payload(rng, data, ctx):
             raw, what = _edit_varints(rng, raw, at, what + ' values header')
         if raw is None:
             return None
-    elif r < 0.55 and t == M.DATA_PAGE and (c.max_def or c.max_rep) and len(raw) >= 4:
+    elif r < 0.62 and t == M.DATA_PAGE and (c.max_def or c.max_rep) and len(raw) >= 4:
         v = rng.choice([0, 1, len(raw), len(raw) - 3, I32MAX, 0xFFFFFFFF])
         raw = struct.pack('<I', v) + raw[4:]
         what += f': level buffer length -> {v}'
-    elif r < 0.65 and t == M.DATA_PAGE_V2 and len(pre) > 0:
+    elif r < 0.7 and t == M.DATA_PAGE_V2 and len(pre) > 0:
         pre = bytes(b ^ (1 << rng.randrange(8)) if rng.random() < 0.2 else b for b in pre)
         what += ': level bytes flipped'
     elif r < 0.8 and raw:
@@ -294,7 +304,7 @@ def m_bitflip(rng, data, ctx):
     lo, hi = 0, len(b)
     if rng.random() < 0.5 and len(b) > 12:
         fl = struct.unpack('<I', b[-8:-4])[0]
-        if fl < len(b) - 8:
+        if 0 < fl < len(b) - 8:
             lo, hi, region = len(b) - 8 - fl, len(b) - 8, 'footer'
     for _ in range(n):
         i = rng.randrange(lo, hi)
@@ -313,7 +323,9 @@ def m_truncate(rng, data, ctx):
         n = rng.randrange(len(data))
         return data[:n], f'truncated to {n} bytes'
     # cut bytes out of the middle, keep the tail (footer) where it is
-    a = rng.randrange(4, max(5, len(data) - 8))
+    if len(data) < 16:
+        return None
+    a = rng.randrange(4, len(data) - 8)
     n = rng.randrange(1, min(512, len(data) - a))
     return data[:a] + data[a + n:], f'{n} bytes cut at {a}'
 
