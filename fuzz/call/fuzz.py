@@ -582,6 +582,7 @@ def main(argv=None):
     codes = collections.Counter()
     sigs = collections.OrderedDict()
     compared = execs = 0
+    fuzzer_errors = collections.Counter()
     indices = [a.only] if a.only is not None else None
     log = open(os.path.join(a.out, 'executions.jsonl'), 'w')
     i = 0
@@ -593,7 +594,14 @@ def main(argv=None):
         elif (a.execs and execs >= a.execs) or (not a.execs and time.monotonic() - t0 > a.time
                                                    and execs - len(cfg['baseline']) >= a.min_mutated):
             break
-        case, files, opts, desc, out, classes = execute(cfg, cases, i)
+        try:
+            case, files, opts, desc, out, classes = execute(cfg, cases, i)
+        except Exception as e:  # the fuzzer's own bug (a mutation it cannot write): counted, not a finding
+            import traceback
+            fuzzer_errors[f'{type(e).__name__}: {e}'[:120]] += 1
+            print(f'[{i}] fuzzer error: {traceback.format_exc()}', file=sys.stderr)
+            i += 1
+            continue
         execs += 1
         res = out['result']
         codes['ok' if res and res['ok'] else (res or {}).get('code') or 'none'] += 1
@@ -625,7 +633,7 @@ def main(argv=None):
         sigs['input-modified'] = {'class': 'input-modified', 'count': len(changed), 'detail': changed[:5]}
     summary = {'seed': a.seed, 'executions': execs, 'baselineExecutions': min(execs, len(cfg['baseline'])), 'baselineTotal': len(cfg['baseline']),
                'seconds': round(time.monotonic() - t0, 1), 'rowsCompared': compared, 'outcomes': dict(codes),
-               'classes': dict(counts), 'distinct': len(sigs), 'findings': list(sigs.items())}
+               'classes': dict(counts), 'distinct': len(sigs), 'fuzzerErrors': dict(fuzzer_errors), 'findings': list(sigs.items())}
     with open(os.path.join(a.out, 'summary.json'), 'w') as fh:
         json.dump(summary, fh, indent=1, default=str)
     print(json.dumps({k: v for k, v in summary.items() if k != 'findings'}, default=str))
