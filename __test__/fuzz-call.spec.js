@@ -50,6 +50,7 @@ test('the run did its work: every seed unmutated, mutated calls after them, rows
   expect(summary.rowsCompared).toBeGreaterThan(50)
   expect(summary.outcomes.ok).toBeGreaterThan(0)
   expect(summary.outcomes.ERR_INPUT_CORRUPT).toBeGreaterThan(0) // mutations reached the checks
+  expect(summary.fuzzerErrors).toEqual({}) // every mutation the fuzzer drew was written
 })
 
 test('no call aborted, hung, passed its RSS bound, failed untyped or internally, left files, or wrote other rows', () => {
