@@ -248,7 +248,19 @@ def run_call(cfg, files, opts, workdir):
                 result = json.load(f)
         except ValueError:
             result = None
-    return {'rc': p.returncode, 'hung': hung, 'elapsed': elapsed, 'hwm': hwm, 'stderr': stderr[-4000:], 'result': result}
+    return {'rc': p.returncode, 'hung': hung, 'elapsed': elapsed, 'hwm': hwm, 'stderr': stderr[:200_000], 'result': result}
+
+
+def crash_line(stderr):
+    """What a dying process said: the allocation failure, panic or fatal error line, and the first
+    backtrace frame in parquet / arrow / gencompact code (where it was asked for)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    head = next((ln for ln in lines if re.search(r'memory allocation of|panicked at|FATAL|fatal|Segmentation|overflow', ln)),
+                lines[-1] if lines else '')
+    head = re.sub(r'^memory allocation of \d+(memory allocation of)', r'\1', head)
+    frame = next((m.group(1) for ln in lines for m in [re.match(r'\d+: ((?:parquet|arrow\w*|gencompact)::\S+)', ln)] if m), '')
+    frame = re.sub(r'<[^<>]*>', '', re.sub(r'<[^<>]*>', '', frame))
+    return f'{head[:160]}{" at " + frame[:120] if frame else ""}'
 
 
 def classify(cfg, case_files, opts, out, oracle):
@@ -259,8 +271,7 @@ def classify(cfg, case_files, opts, out, oracle):
         return [('hang', f'no end within {cfg["timeout"]} s')]
     if out['rc'] is not None and out['rc'] < 0:
         sig = -out['rc']
-        tail = [ln for ln in out['stderr'].splitlines() if ln.strip()][-1:] or ['']
-        return [('abort' if sig == signal.SIGABRT else 'signal', f'{signal.Signals(sig).name}: {tail[0][:200]}')]
+        return [('abort' if sig == signal.SIGABRT else 'signal', f'{signal.Signals(sig).name}: {crash_line(out["stderr"])}')]
     if res is None:
         tail = [ln for ln in out['stderr'].splitlines() if ln.strip()][-1:] or ['']
         return [('exit', f'exit {out["rc"]} without a result: {tail[0][:200]}')]
@@ -438,7 +449,8 @@ def save_finding(cfg, sig, n, case, files, opts, out, classes, desc, index):
         json.dump({'signature': sig, 'classes': classes, 'case': case['name'], 'mutations': desc, 'execution': index,
                    'seed': cfg['seed'], 'elapsedS': round(out['elapsed'], 2), 'rc': out['rc'], 'result': out['result'],
                    'rssRiseMiB': (out['result']['rssPeak'] - out['result']['rssIdle']) / MIB if out['result'] else None,
-                   'polledPeakRssMiB': out['hwm'] / MIB, 'stderrTail': out['stderr'][-2000:]}, fh, indent=1)
+                   'polledPeakRssMiB': out['hwm'] / MIB,
+                   'stderr': out['stderr'] if len(out['stderr']) < 6000 else out['stderr'][:3000] + '\n[...]\n' + out['stderr'][-3000:]}, fh, indent=1)
 
 
 def execute(cfg, cases, index):
