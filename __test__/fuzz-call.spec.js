@@ -38,7 +38,7 @@ afterAll(() => {
 test('the classifier reports every class when it is raised on purpose (so a clean run means something)', () => {
   const out = execFileSync('python3', [FUZZ, '--selftest', '--out', path.join(tmp, 'st')], { encoding: 'utf8' })
   const got = JSON.parse(out.trim().split('\n').pop())
-  for (const cls of ['abort', 'hang', 'signal', 'untyped', 'internal', 'leftover', 'rss', 'rows-differ', 'unreadable']) {
+  for (const cls of ['abort', 'hang', 'signal', 'untyped', 'internal', 'leftover', 'rss', 'rows-differ', 'invalid-accepted', 'unreadable']) {
     expect([cls, got[cls]]).toEqual([cls, expect.arrayContaining([cls])])
   }
 })

@@ -7,6 +7,7 @@ timeout, its peak RSS read; then the outcome classified:
   signal, abort (SIGABRT), hang (timeout), exit (non-zero exit without a result),
   rss (peak RSS above the idle process past 3 x batchBytes + 64 MiB, plus --rss-slack),
   internal (ERR_INTERNAL), untyped (an error without a known `code`),
+  invalid-accepted (a success on an input the spec gives no reading: a deletion vector repeating a key),
   leftover (files in outDir after a failure, or not among the returned files after a success),
   unreadable (an output pyarrow cannot read), rows-differ (the outputs' rows, as a multiset, differ
   from pyarrow's reading of the inputs minus the deleted rows, deduplicated as dedupeBy says; only
@@ -109,6 +110,11 @@ def field_ids(schema):
     return out
 
 
+class InvalidBySpec(ValueError):
+    """An input the spec gives no reading and a call must reject (a deletion vector whose 64-bit
+    Roaring map repeats a key or lists keys out of order: Iceberg's Puffin spec, issue 41)."""
+
+
 def dv_positions(d):
     from pyroaring import BitMap64
     with open(d['path'], 'rb') as f:
@@ -127,7 +133,7 @@ def dv_positions(d):
     for _ in range(cnt):
         key = struct.unpack('<I', body[pos:pos + 4])[0]
         if key <= last:
-            raise ValueError('DV keys not ascending')
+            raise InvalidBySpec(f'deletion vector keys not strictly ascending ({last} then {key})')
         last = key
         bm = BitMap.deserialize(body[pos + 4:])
         pos += 4 + len(bm.serialize())
@@ -171,6 +177,8 @@ def expected_rows(files, dedupe):
                     dids, tids = field_ids(dt.schema), field_ids(t.schema)
                     cols = [(dids[i], tids[i]) for i in d['fieldIds']]
                     eq_sets.append(([c[1] for c in cols], {json.dumps([canon(r[c[0]]) for c in cols]) for r in dt.to_pylist()}))
+        except InvalidBySpec as e:
+            return None, f'INVALID: {e}'
         except Exception as e:
             return None, f'delete file has no reading: {type(e).__name__} {str(e)[:100]}'
         try:
@@ -305,6 +313,8 @@ def classify(cfg, case_files, opts, out, oracle):
     exp_names, exp = oracle()
     out['oracle'] = 'compared' if exp_names is not None else exp
     if exp_names is None:
+        if exp.startswith('INVALID: '):
+            found.append(('invalid-accepted', exp[len('INVALID: '):]))
         return found
     got = collections.Counter()
     exp_cols = exp_names
@@ -518,6 +528,7 @@ SELFTEST_DRIVERS = {
                 "w({ ok: false, code: 'ERR_INPUT_CORRUPT', message: 'bad', name: 'Error' })",
     'rss': "w({ ok: false, code: 'ERR_INPUT_CORRUPT', message: 'bad', name: 'Error' }, 1 << 30)",
     'rows-differ': "w({ ok: true, files: [process.env.CALLFUZZ_FAKE_OUT] })",
+    'invalid-accepted': "w({ ok: true, files: [] })",
     'unreadable': "require('fs').mkdirSync(job.opts.outDir, { recursive: true }); "
                   "require('fs').writeFileSync(job.opts.outDir + '/o.parquet', 'PAR1 not parquet PAR1'); "
                   "w({ ok: true, files: [job.opts.outDir + '/o.parquet'] })",
@@ -536,6 +547,15 @@ def selftest(out_dir):
         shutil.rmtree(cur, ignore_errors=True)
         os.makedirs(cur)
         files, _ = prepare(random.Random(0), case, cur, 0)
+        if cls == 'invalid-accepted':  # a deletion vector listing key 0 twice
+            from pyroaring import BitMap
+            one = struct.pack('<I', 0) + BitMap([1, 2, 3]).serialize()
+            inner = seeds.DV_MAGIC + struct.pack('<Q', 2) + one + struct.pack('<I', 0) + BitMap([5]).serialize()
+            blob = struct.pack('>I', len(inner)) + inner + struct.pack('>I', zlib.crc32(inner) & 0xFFFFFFFF)
+            dvp = os.path.join(cur, 'twice.puffin')
+            with open(dvp, 'wb') as fh:
+                fh.write(b'PFA1' + blob)
+            files = [{**files[0], 'deletes': [{'kind': 'deletion-vector', 'path': dvp, 'offset': 4, 'length': len(blob)}]}]
         # an output holding the first input's rows but one (the other inputs' rows missing too)
         fake = os.path.join(cur, 'fake-out.parquet')
         pq.write_table(pq.read_table(files[0]['path']).slice(1), fake)
