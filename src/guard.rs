@@ -185,8 +185,12 @@ impl GuardedInput {
         if compressed > self.len.saturating_sub(start) {
             return Err(format!("page at offset {start} declares {compressed} bytes, past the end of the file ({} bytes)", self.len));
         }
-        if let Ok(mut bodies) = self.bodies.lock() {
-            bodies.insert(start + consumed);
+        // An empty body (a dictionary page of no values) starts where the next header does: that
+        // header is still to be checked when it is read, so only bodies of some bytes are noted.
+        if compressed > 0 {
+            if let Ok(mut bodies) = self.bodies.lock() {
+                bodies.insert(start + consumed);
+            }
         }
         let chunk = self.chunk_at(start);
         // A streamed chunk's pages are read compressed; `streamed` accounts what it decompresses.
