@@ -169,7 +169,7 @@ impl parquet::arrow::arrow_reader::RowGroups for RowGroup {
         let pages: Box<dyn PageReader> = if disabled("pages") {
             pages
         } else {
-            Box::new(Checked::new(pages, column.column_descr_ptr(), rows as u64, self.faults.clone()))
+            Box::new(Checked::new(pages, column.column_descr_ptr(), rows as u64, self.faults.clone(), self.file.page_cap()))
         };
         let flat = column.column_descr().max_rep_level() == 0;
         let readers: Vec<Box<dyn PageReader>> = if flat && column.dictionary_page_offset().is_some() {

@@ -75,6 +75,11 @@ impl GuardedInput {
         })
     }
 
+    /// The largest uncompressed page accepted (batchBytes + 64 MiB for inputs).
+    pub fn page_cap(&self) -> u64 {
+        self.page_cap
+    }
+
     /// The uncompressed bytes the page header at `start` declares (`None` when unreadable: the
     /// page is then checked, and reported, when it is read).
     pub fn page_size_at(&self, start: u64) -> Option<u64> {

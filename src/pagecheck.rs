@@ -59,11 +59,14 @@ pub struct Checked {
     /// A skipped page whose values were not known: the chunk is not counted at its end.
     uncounted: bool,
     faults: Faults,
+    /// The most bytes a page may hold here (`GuardedInput::page_cap`): what a DELTA stream's
+    /// lengths decode into is held to it too.
+    cap: u64,
 }
 
 impl Checked {
-    pub fn new(pages: Box<dyn PageReader>, column: ColumnDescPtr, rows: u64, faults: Faults) -> Self {
-        Checked { pages, column, rows, seen: 0, uncounted: false, faults }
+    pub fn new(pages: Box<dyn PageReader>, column: ColumnDescPtr, rows: u64, faults: Faults, cap: u64) -> Self {
+        Checked { pages, column, rows, seen: 0, uncounted: false, faults, cap }
     }
 
     fn flat(&self) -> bool {
@@ -99,7 +102,7 @@ impl Checked {
     }
 
     fn check(&mut self, page: &Page) -> Result<()> {
-        check_page(&self.column, page).map_err(|msg| self.fail(msg))?;
+        check_page(&self.column, page, self.cap).map_err(|msg| self.fail(msg))?;
         match page {
             Page::DictionaryPage { .. } => Ok(()),
             Page::DataPage { num_values, .. } => self.count(u64::from(*num_values)),
@@ -165,8 +168,9 @@ fn least_bits(column: &ColumnDescPtr) -> u64 {
     }
 }
 
-/// What is wrong with `page` of `column`, if anything (the row count aside).
-pub fn check_page(column: &ColumnDescPtr, page: &Page) -> std::result::Result<(), String> {
+/// What is wrong with `page` of `column`, if anything (the row count aside); `cap`: the most
+/// bytes a page may hold here.
+pub fn check_page(column: &ColumnDescPtr, page: &Page, cap: u64) -> std::result::Result<(), String> {
     match page {
         Page::DictionaryPage { buf, num_values, .. } => {
             let need = u64::from(*num_values).saturating_mul(least_bits(column));
@@ -194,7 +198,7 @@ pub fn check_page(column: &ColumnDescPtr, page: &Page) -> std::result::Result<()
                 }
             }
             let values = buf.get(offset..).unwrap_or_default();
-            check_delta(*encoding, values, u64::from(*num_values))
+            check_delta(*encoding, values, u64::from(*num_values), cap)
         }
         Page::DataPageV2 { buf, num_values, encoding, num_nulls, num_rows, def_levels_byte_len, rep_levels_byte_len, .. } => {
             if num_nulls > num_values {
@@ -208,7 +212,7 @@ pub fn check_page(column: &ColumnDescPtr, page: &Page) -> std::result::Result<()
                 return Err(format!("a v2 data page's levels take {levels} bytes of its {}", buf.len()));
             }
             let values = buf.get(levels as usize..).unwrap_or_default();
-            check_delta(*encoding, values, u64::from(num_values - num_nulls))
+            check_delta(*encoding, values, u64::from(num_values - num_nulls), cap)
         }
     }
 }
@@ -238,13 +242,21 @@ fn v1_levels_len(rest: &[u8], max: i16, num_values: u32, encoding: Encoding) -> 
 }
 
 /// DELTA streams in a page's values section `values`: each stream's count at most `most`.
-fn check_delta(encoding: Encoding, values: &[u8], most: u64) -> std::result::Result<(), String> {
+fn check_delta(encoding: Encoding, values: &[u8], most: u64, cap: u64) -> std::result::Result<(), String> {
     let within = |header: &DeltaHeader, what: &str| {
         if header.total > most {
-            Err(format!("a {encoding} page's {what} header counts {} values where the page holds at most {most}", header.total))
-        } else {
-            Ok(())
+            return Err(format!("a {encoding} page's {what} header counts {} values where the page holds at most {most}", header.total));
         }
+        // parquet-rs decodes a byte array page's lengths whole, 4 bytes each, before any value:
+        // a repeated column's page may declare billions of values in a few bytes of levels.
+        let lengths = header.total.saturating_mul(4);
+        if encoding != Encoding::DELTA_BINARY_PACKED && lengths > cap {
+            return Err(format!(
+                "a {encoding} page's {what} header counts {} values: {lengths} bytes of lengths, more than the {cap} a page may hold here",
+                header.total
+            ));
+        }
+        Ok(())
     };
     match encoding {
         Encoding::DELTA_BINARY_PACKED => match DeltaHeader::parse(values)? {
@@ -432,16 +444,20 @@ mod tests {
     fn counts_within_the_page_pass_and_counts_past_it_are_refused() {
         let d = column(T::BYTE_ARRAY, false);
         let dlba = strings(Encoding::DELTA_LENGTH_BYTE_ARRAY, &["a", "bb", "ccc"]);
-        assert_eq!(check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 3, dlba.clone())), Ok(()));
-        let e = check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 2, dlba)).unwrap_err();
+        assert_eq!(check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 3, dlba.clone()), u64::MAX), Ok(()));
+        // the lengths of 3 values take 12 bytes: within a cap of 12, past one of 11
+        assert_eq!(check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 3, dlba.clone()), 12), Ok(()));
+        let e = check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 3, dlba.clone()), 11).unwrap_err();
+        assert!(e.contains("12 bytes of lengths, more than the 11"), "{e}");
+        let e = check_page(&d, &v1(Encoding::DELTA_LENGTH_BYTE_ARRAY, 2, dlba), u64::MAX).unwrap_err();
         assert!(e.contains("lengths header counts 3 values where the page holds at most 2"), "{e}");
         let dba = strings(Encoding::DELTA_BYTE_ARRAY, &["abc", "abd", "abe", "x"]);
-        assert_eq!(check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 4, dba.clone())), Ok(()));
-        assert!(check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 3, dba)).unwrap_err().contains("prefix lengths"));
+        assert_eq!(check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 4, dba.clone()), u64::MAX), Ok(()));
+        assert!(check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 3, dba), u64::MAX).unwrap_err().contains("prefix lengths"));
         let i = column(T::INT32, false);
         let dbp = ints(&[5, 6, 7, 100, -3]);
-        assert_eq!(check_page(&i, &v1(Encoding::DELTA_BINARY_PACKED, 5, dbp.clone())), Ok(()));
-        assert!(check_page(&i, &v1(Encoding::DELTA_BINARY_PACKED, 4, dbp)).is_err());
+        assert_eq!(check_page(&i, &v1(Encoding::DELTA_BINARY_PACKED, 5, dbp.clone()), u64::MAX), Ok(()));
+        assert!(check_page(&i, &v1(Encoding::DELTA_BINARY_PACKED, 4, dbp), u64::MAX).is_err());
     }
 
     #[test]
@@ -453,7 +469,7 @@ mod tests {
         // the suffix stream's count: 1 → 2^40
         assert_eq!(page[8], 0x01);
         page.splice(8..9, [0x80, 0x80, 0x80, 0x80, 0x80, 0x20]);
-        let e = check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 1, page)).unwrap_err();
+        let e = check_page(&d, &v1(Encoding::DELTA_BYTE_ARRAY, 1, page), u64::MAX).unwrap_err();
         assert!(e.contains("suffix lengths header counts 1099511627776 values"), "{e}");
     }
 
@@ -466,11 +482,11 @@ mod tests {
             is_sorted: false,
         };
         let s = column(T::BYTE_ARRAY, false);
-        assert_eq!(check_page(&s, &dict(3, 12)), Ok(()));
-        assert!(check_page(&s, &dict(i32::MAX as u32, 12)).unwrap_err().contains("declares 2147483647 values in 12 bytes"));
+        assert_eq!(check_page(&s, &dict(3, 12), u64::MAX), Ok(()));
+        assert!(check_page(&s, &dict(i32::MAX as u32, 12), u64::MAX).unwrap_err().contains("declares 2147483647 values in 12 bytes"));
         let i = column(T::INT32, false);
-        assert_eq!(check_page(&i, &dict(3, 12)), Ok(()));
-        assert!(check_page(&i, &dict(1 << 30, 400)).is_err());
+        assert_eq!(check_page(&i, &dict(3, 12), u64::MAX), Ok(()));
+        assert!(check_page(&i, &dict(1 << 30, 400), u64::MAX).is_err());
         assert!(check_page(&column(T::INT64, false), &dict(2, 12)).is_err());
         assert_eq!(check_page(&column(T::BOOLEAN, false), &dict(16, 2)), Ok(()));
     }
@@ -481,7 +497,7 @@ mod tests {
         // RLE levels declaring 100 bytes in a page of 10
         let mut buf = 100u32.to_le_bytes().to_vec();
         buf.extend([0; 6]);
-        assert!(check_page(&o, &v1(Encoding::PLAIN, 1, buf)).unwrap_err().contains("definition levels"));
+        assert!(check_page(&o, &v1(Encoding::PLAIN, 1, buf), u64::MAX).unwrap_err().contains("definition levels"));
         let v2 = |nulls: u32, rows: u32, def: u32| Page::DataPageV2 {
             buf: Bytes::from(vec![0u8; 8]),
             num_values: 4,
@@ -493,9 +509,9 @@ mod tests {
             is_compressed: false,
             statistics: None,
         };
-        assert_eq!(check_page(&o, &v2(1, 4, 2)), Ok(()));
-        assert!(check_page(&o, &v2(5, 4, 2)).is_err());
-        assert!(check_page(&o, &v2(1, 5, 2)).is_err());
-        assert!(check_page(&o, &v2(1, 4, 9)).is_err());
+        assert_eq!(check_page(&o, &v2(1, 4, 2), u64::MAX), Ok(()));
+        assert!(check_page(&o, &v2(5, 4, 2), u64::MAX).is_err());
+        assert!(check_page(&o, &v2(1, 5, 2), u64::MAX).is_err());
+        assert!(check_page(&o, &v2(1, 4, 9), u64::MAX).is_err());
     }
 }
