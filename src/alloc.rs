@@ -523,7 +523,8 @@ mod tests {
         let k = Mutex::new(empty());
         unsafe {
             let old = MIB;
-            let p = libc::mmap(std::ptr::null_mut(), old, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            let p =
+                libc::mmap(std::ptr::null_mut(), old, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
             assert_ne!(p, libc::MAP_FAILED);
             std::ptr::write_bytes(p as *mut u8, 0xab, old);
             let mut out: Unmap = [(0, 0); SLOTS + 1];
@@ -539,7 +540,14 @@ mod tests {
             assert!(block[old..].iter().step_by(PAGE).all(|&x| x == 0));
             // a block a kept range holds is zeroed whole; a new mapping is fresh
             libc::munmap(b as *mut libc::c_void, len);
-            let p = libc::mmap(std::ptr::null_mut(), 4 * MIB, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4 * MIB,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
             std::ptr::write_bytes(p as *mut u8, 0xcd, 4 * MIB);
             assert_eq!(k.lock().unwrap().keep_within(p as usize, 4 * MIB, KEEP_BYTES, &mut out), 0);
             let c = zeroed_in(&k, Layout::from_size_align(3 * MIB, 8).unwrap());

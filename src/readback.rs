@@ -87,7 +87,15 @@ const CONTINUATION: u32 = 0xFFFF_FFFF;
 impl RunReader {
     /// `bytes`: the run file's size as written; `max_frame`: its largest frame decompressed.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(input: File, give_back: Option<GiveBack>, schemas: Schemas, path: PathBuf, rows: u64, bytes: u64, max_frame: usize) -> RunReader {
+    pub(crate) fn new(
+        input: File,
+        give_back: Option<GiveBack>,
+        schemas: Schemas,
+        path: PathBuf,
+        rows: u64,
+        bytes: u64,
+        max_frame: usize,
+    ) -> RunReader {
         RunReader {
             input,
             give_back,

@@ -314,7 +314,8 @@ mod tests {
         assert_eq!(snap::raw::Decoder::new().decompress_vec(&s).unwrap(), data, "the stream is valid Snappy");
         let told = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let t = told.clone();
-        let mut r = SnappyReader::for_page(Bytes::from(s), data.len()).unwrap().on_whole(move |n| t.store(n, std::sync::atomic::Ordering::SeqCst));
+        let mut r =
+            SnappyReader::for_page(Bytes::from(s), data.len()).unwrap().on_whole(move |n| t.store(n, std::sync::atomic::Ordering::SeqCst));
         let out = read_all(&mut r, 4096).unwrap();
         assert!(out == data);
         assert!(r.whole.is_some(), "the far reference made the reader decode whole");

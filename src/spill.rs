@@ -417,7 +417,9 @@ mod tests {
         let (dir, schema, memory) = one_string_column("damaged");
         let mut spill = SpillDir::new(&dir, "d", &memory);
         let chunks: Vec<RecordBatch> = (0..6)
-            .map(|c| RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![format!("chunk {c} ").repeat(40_000)]))]).unwrap())
+            .map(|c| {
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![format!("chunk {c} ").repeat(40_000)]))]).unwrap()
+            })
             .collect();
         let mut w = spill.create(&schema, 1 << 20, false).unwrap();
         for c in &chunks {

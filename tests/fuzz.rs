@@ -168,7 +168,10 @@ fn snappy_preamble_bomb(dir: &Path) -> Vec<u8> {
     // rest of the chunk decodes whole, as Snappy, to the page's values.
     let declared = 1100 * (4 + 4800);
     let page = (start..end)
-        .find(|&p| snap::raw::decompress_len(&b[p..end]).is_ok_and(|n| n == declared) && snap::raw::Decoder::new().decompress_vec(&b[p..end]).is_ok())
+        .find(|&p| {
+            snap::raw::decompress_len(&b[p..end]).is_ok_and(|n| n == declared)
+                && snap::raw::Decoder::new().decompress_vec(&b[p..end]).is_ok()
+        })
         .unwrap();
     let plain = snap::raw::Decoder::new().decompress_vec(&b[page..end]).unwrap();
     let target = end - page;
@@ -189,7 +192,8 @@ fn snappy_preamble_bomb(dir: &Path) -> Vec<u8> {
     s.extend_from_slice(&(head as u32).to_le_bytes());
     // the rest: literals, up to the stream's length as written
     let rest = target - s.len() - 4;
-    literal(&mut s, &plain[head + 64..head + 64 + rest]);
+    let filler: Vec<u8> = plain[head..].iter().cycle().take(rest).copied().collect();
+    literal(&mut s, &filler);
     assert_eq!(s.len(), target);
     b[page..end].copy_from_slice(&s);
     b
@@ -237,7 +241,8 @@ fn seeds(dir: &Path) -> Vec<PathBuf> {
     big_page_seed(&p);
     out.push(p);
     // pages above the streaming threshold: the streamed decoders read them
-    let streamed = [Compression::SNAPPY, Compression::LZ4_RAW, Compression::ZSTD(ZstdLevel::default()), Compression::GZIP(GzipLevel::default())];
+    let streamed =
+        [Compression::SNAPPY, Compression::LZ4_RAW, Compression::ZSTD(ZstdLevel::default()), Compression::GZIP(GzipLevel::default())];
     for (i, codec) in streamed.into_iter().enumerate() {
         let p = dir.join(format!("seed-streamed-{i}.parquet"));
         large_page_seed(&p, codec);
@@ -490,7 +495,14 @@ fn a_streamed_snappy_page_whose_preamble_claims_4_gib_is_refused_within_the_boun
     let mut tally = Tally::default();
     for threads in [1, 2] {
         for valid in [None, Some(good.as_path())] {
-            check_threads(s.path(), &format!("snappy preamble bomb, threads {threads}, after a good file: {}", valid.is_some()), &bomb, valid, threads, &mut tally);
+            check_threads(
+                s.path(),
+                &format!("snappy preamble bomb, threads {threads}, after a good file: {}", valid.is_some()),
+                &bomb,
+                valid,
+                threads,
+                &mut tally,
+            );
         }
     }
     assert_eq!(tally.corrupt, 4, "{tally:?}");
