@@ -19,7 +19,8 @@
 //! front of a range doubles into its rest); else a kept range that holds the grown block, and
 //! its bytes are copied (cheaper than fresh pages); when no kept range holds it, it grows with
 //! `mremap`, in place or moved without a copy. A new block that no kept range holds grows the
-//! largest kept range into it. Beyond that cap (or `SLOTS` ranges) the smallest kept ranges
+//! largest kept range into it; zeroed, only that range's old bytes are zeroed, not its growth
+//! (fresh pages, zero, left untouched). Beyond that cap (or `SLOTS` ranges) the smallest kept ranges
 //! are unmapped, and every kept range is unmapped at the end of a call (`heap`).
 //!
 //! Memory: the blocks in use, plus at most `KEEP_BYTES` of kept ranges for the process.
@@ -172,28 +173,48 @@ impl Kept {
     }
 }
 
+/// A zeroed large block from the kept ranges `kept`: only the bytes used before are zeroed (a
+/// kept range grown in place by `mremap` zeroes its old bytes, not its growth, whose fresh
+/// pages are zero and are not touched — not faulted in — here).
+unsafe fn zeroed_in(kept: &Mutex<Kept>, layout: Layout) -> *mut u8 {
+    match pages(layout.size()).and_then(|len| map_in(kept, len)) {
+        Some((p, used)) => {
+            std::ptr::write_bytes(p, 0, used.min(layout.size()));
+            p
+        }
+        None => std::ptr::null_mut(),
+    }
+}
+
 fn kept() -> std::sync::MutexGuard<'static, Kept> {
     KEPT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A mapped block of `len` bytes (a multiple of the page size), and whether its pages are
-/// fresh (zero): a kept range that holds it, or else the largest kept range grown to it, or
-/// else a new mapping.
-unsafe fn map(len: usize) -> Option<(*mut u8, bool)> {
-    let fit = kept().fit(len);
+/// A mapped block of `len` bytes (a multiple of the page size), and how many bytes from its
+/// start may have been used before (the rest are fresh pages, zero): a kept range that holds
+/// it (all of it), or else the largest kept range grown to it (that range's bytes; its growth
+/// is fresh), or else a new mapping (none).
+unsafe fn map(len: usize) -> Option<(*mut u8, usize)> {
+    map_in(&KEPT, len)
+}
+
+/// `map`, from the kept ranges `kept`.
+unsafe fn map_in(kept: &Mutex<Kept>, len: usize) -> Option<(*mut u8, usize)> {
+    let lock = || kept.lock().unwrap_or_else(|e| e.into_inner());
+    let fit = lock().fit(len);
     if let Some(start) = fit {
-        return Some((start as *mut u8, false));
+        return Some((start as *mut u8, len));
     }
-    let largest = kept().largest();
+    let largest = lock().largest();
     if let Some((start, have)) = largest {
         if let Some(p) = remap(start as *mut u8, have, len) {
-            return Some((p, false));
+            return Some((p, have.min(len)));
         }
         // (a range joined from two mappings cannot be remapped as one)
         release(start, have);
     }
     let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
-    (p != libc::MAP_FAILED).then_some((p as *mut u8, true))
+    (p != libc::MAP_FAILED).then_some((p as *mut u8, 0))
 }
 
 /// Grows a mapped range with `mremap`, in place or moved (its pages move without a copy; the
@@ -252,15 +273,7 @@ impl Allocator {
         if !large(&layout) {
             return System.alloc_zeroed(layout);
         }
-        match pages(layout.size()).and_then(|len| map(len)) {
-            Some((p, fresh)) => {
-                if !fresh {
-                    std::ptr::write_bytes(p, 0, layout.size());
-                }
-                p
-            }
-            None => std::ptr::null_mut(),
-        }
+        zeroed_in(&KEPT, layout)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -491,6 +504,59 @@ mod tests {
             drop(a);
             let b = vec![0u8; 3 * MIB - PAGE];
             assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    /// Pages of `[p, p + len)` resident in memory (`mincore`).
+    fn resident(p: *mut u8, len: usize) -> usize {
+        let mut v = vec![0u8; len.div_ceil(PAGE)];
+        assert_eq!(unsafe { libc::mincore(p as *mut libc::c_void, len, v.as_mut_ptr()) }, 0);
+        v.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    /// A zeroed block served by growing a kept range with `mremap` zeroes that range's old
+    /// bytes only: its growth is fresh pages, which are zero and stay untouched (not resident).
+    /// (It zeroed the whole block, faulting in every page of it, when a grown range counted as
+    /// not fresh.)
+    #[test]
+    fn a_zeroed_block_grown_from_a_kept_range_zeroes_only_the_old_bytes() {
+        let k = Mutex::new(empty());
+        unsafe {
+            let old = MIB;
+            let p =
+                libc::mmap(std::ptr::null_mut(), old, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            assert_ne!(p, libc::MAP_FAILED);
+            std::ptr::write_bytes(p as *mut u8, 0xab, old);
+            let mut out: Unmap = [(0, 0); SLOTS + 1];
+            assert_eq!(k.lock().unwrap().keep_within(p as usize, old, KEEP_BYTES, &mut out), 0);
+            let len = 64 * MIB;
+            let b = zeroed_in(&k, Layout::from_size_align(len, 8).unwrap());
+            assert!(!b.is_null());
+            assert_eq!(k.lock().unwrap().n, 0, "the kept range was grown into the block");
+            let growth = resident(b.add(old), len - old);
+            assert_eq!(growth, 0, "{growth} pages of the growth were touched");
+            let block = std::slice::from_raw_parts(b, len);
+            assert!(block[..old].iter().all(|&x| x == 0), "the range's old bytes were zeroed");
+            assert!(block[old..].iter().step_by(PAGE).all(|&x| x == 0));
+            // a block a kept range holds is zeroed whole; a new mapping is fresh
+            libc::munmap(b as *mut libc::c_void, len);
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4 * MIB,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            std::ptr::write_bytes(p as *mut u8, 0xcd, 4 * MIB);
+            assert_eq!(k.lock().unwrap().keep_within(p as usize, 4 * MIB, KEEP_BYTES, &mut out), 0);
+            let c = zeroed_in(&k, Layout::from_size_align(3 * MIB, 8).unwrap());
+            assert_eq!(c, p as *mut u8);
+            assert!(std::slice::from_raw_parts(c, 3 * MIB).iter().all(|&x| x == 0));
+            libc::munmap(p, 4 * MIB);
+            let (d, used) = map_in(&Mutex::new(empty()), 8 * MIB).unwrap();
+            assert_eq!((used, resident(d, 8 * MIB)), (0, 0), "a new mapping is fresh and untouched");
+            libc::munmap(d as *mut libc::c_void, 8 * MIB);
         }
     }
 

@@ -2,6 +2,9 @@
 //! (`u32`, little-endian) — written here or on a thread of the run's own (`FrameSink`), and read
 //! back whole with the reading thread's one decompression context (`next_frame`).
 //!
+//! A frame read back is checked before a buffer is sized for it: its compressed length against
+//! the bytes its file still holds, its decompressed size against the run's largest frame.
+//!
 //! Memory: a frame being filled and the frame compressed (on a thread of its own, up to four
 //! frames of the largest size so far: the one filling, the one waiting, the one being compressed
 //! and its output); a frame read back, compressed and decompressed; one compression context per
@@ -215,20 +218,30 @@ thread_local! {
 }
 
 /// The next frame of a run file, decompressed (with the thread's decompression context), and
-/// the bytes of the file it took; `None` at the end of the file.
-pub(crate) fn next_frame(input: &mut impl Read) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+/// the bytes of the file it took; `None` at the end of the file. `left`: the bytes the file
+/// holds from here; `max_frame`: the most a frame of the run decompresses to, as written. A
+/// frame's lengths are checked against those before a buffer is sized for it: a frame that runs
+/// past the end of the file, or decompresses to more, is damage.
+pub(crate) fn next_frame(input: &mut impl Read, left: u64, max_frame: usize) -> std::io::Result<Option<(Vec<u8>, u64)>> {
+    let damaged = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let mut len = [0u8; 4];
     match input.read_exact(&mut len) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     }
-    let mut compressed = vec![0u8; u32::from_le_bytes(len) as usize];
+    let len = u32::from_le_bytes(len);
+    if u64::from(len) > left.saturating_sub(4) {
+        return Err(damaged(format!("a spill frame of {len} bytes, {} bytes before the end of the file", left.saturating_sub(4))));
+    }
+    let mut compressed = vec![0u8; len as usize];
     // (a frame cut short is damage, not the end of the run)
     input.read_exact(&mut compressed).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let most = max_frame.min(MAX_FRAME);
     let size = match zstd::zstd_safe::get_frame_content_size(&compressed) {
-        Ok(Some(n)) if n as usize <= MAX_FRAME => n as usize,
-        _ => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "a spill frame without a valid size")),
+        Ok(Some(n)) if n <= most as u64 => n as usize,
+        Ok(Some(n)) => return Err(damaged(format!("a spill frame of {n} bytes, more than the run's largest ({most})"))),
+        _ => return Err(damaged("a spill frame without a valid size".into())),
     };
     let mut frame = Vec::with_capacity(size);
     with_decompressor(|d| d.decompress_to_buffer(&compressed[..], &mut frame))?;
@@ -253,6 +266,71 @@ pub(crate) fn with_decompressor<T>(f: impl FnOnce(&mut zstd::bulk::Decompressor<
 mod tests {
     use super::*;
     use std::fs::OpenOptions;
+
+    /// A reader of `bytes` that counts the bytes read from it.
+    struct Counted<'a>(&'a [u8], usize);
+
+    impl Read for Counted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            self.1 += n;
+            Ok(n)
+        }
+    }
+
+    /// Two frames as a run file holds them, and their contents.
+    fn two_frames() -> (Vec<u8>, Vec<Vec<u8>>) {
+        let contents: Vec<Vec<u8>> = vec![b"first frame ".repeat(1000), b"second ".repeat(3000)];
+        let mut file = Vec::new();
+        for c in &contents {
+            let frame = zstd::bulk::compress(c, SPILL_LEVEL).unwrap();
+            file.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+            file.extend_from_slice(&frame);
+        }
+        (file, contents)
+    }
+
+    #[test]
+    fn frames_read_back_as_written_to_the_end_of_the_file() {
+        let (file, contents) = two_frames();
+        let mut r = Counted(&file, 0);
+        let (a, n) = next_frame(&mut r, file.len() as u64, 21_000).unwrap().unwrap();
+        assert_eq!(a, contents[0]);
+        let (b, _) = next_frame(&mut r, file.len() as u64 - n, 21_000).unwrap().unwrap();
+        assert_eq!(b, contents[1]);
+        assert!(next_frame(&mut r, 0, 21_000).unwrap().is_none());
+    }
+
+    /// A frame length edited to 4 GiB, or a file cut inside a frame: refused on the length
+    /// alone — the frame's bytes are not read, and no buffer is sized for them. (Without the
+    /// check a buffer of the declared length was allocated, then the read failed.)
+    #[test]
+    fn a_frame_longer_than_the_file_holds_is_refused_before_its_buffer() {
+        let (file, _) = two_frames();
+        let mut edited = file.clone();
+        edited[..4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        let mut r = Counted(&edited, 0);
+        let e = next_frame(&mut r, edited.len() as u64, 21_000).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("a spill frame of 4294967280 bytes"), "{e}");
+        assert_eq!(r.1, 4, "only the length was read");
+        let cut = &file[..file.len() - 10];
+        let mut r = Counted(cut, 0);
+        let (_, n) = next_frame(&mut r, cut.len() as u64, 21_000).unwrap().unwrap();
+        let before = r.1;
+        let e = next_frame(&mut r, cut.len() as u64 - n, 21_000).unwrap_err();
+        assert!(e.to_string().contains("bytes before the end of the file"), "{e}");
+        assert_eq!(r.1 - before, 4, "only the second frame's length was read");
+    }
+
+    #[test]
+    fn a_frame_that_decompresses_to_more_than_the_runs_largest_is_refused() {
+        let (file, _) = two_frames();
+        let e = next_frame(&mut Counted(&file, 0), file.len() as u64, 12_000 - 1).unwrap_err();
+        assert!(e.to_string().contains("more than the run's largest (11999)"), "{e}");
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -4,6 +4,9 @@
 //! frame it was decoded from. The merge that consumes a run gives back what it has read as it
 //! goes (`holes`).
 //!
+//! A frame's lengths are checked against the bytes the file still holds and the run's largest
+//! frame before a buffer is sized for it (`frames::next_frame`).
+//!
 //! Memory: a reader holds its file, the dictionaries its run's chunks share and its current
 //! frame (decompressed; while it is read, compressed too): `spill::RUN_READ_STATE` and the
 //! run's figures account for them.
@@ -48,6 +51,10 @@ pub struct RunReader {
     /// at a frame) is an error, not a shorter run.
     rows: u64,
     read: u64,
+    /// The bytes of the file not read yet, and the most a frame of the run decompresses to:
+    /// what a frame's lengths are checked against before a buffer is sized for it.
+    left: u64,
+    max_frame: usize,
 }
 
 /// The schema of a call's runs as their readers decode it (with the ids of the dictionaries
@@ -78,7 +85,17 @@ impl Schemas {
 const CONTINUATION: u32 = 0xFFFF_FFFF;
 
 impl RunReader {
-    pub(crate) fn new(input: File, give_back: Option<GiveBack>, schemas: Schemas, path: PathBuf, rows: u64) -> RunReader {
+    /// `bytes`: the run file's size as written; `max_frame`: its largest frame decompressed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        input: File,
+        give_back: Option<GiveBack>,
+        schemas: Schemas,
+        path: PathBuf,
+        rows: u64,
+        bytes: u64,
+        max_frame: usize,
+    ) -> RunReader {
         RunReader {
             input,
             give_back,
@@ -89,6 +106,8 @@ impl RunReader {
             path,
             rows,
             read: 0,
+            left: bytes,
+            max_frame,
         }
     }
 
@@ -96,8 +115,9 @@ impl RunReader {
     pub fn next_chunk(&mut self) -> Result<Option<RecordBatch>> {
         loop {
             if self.frame.is_empty() {
-                match next_frame(&mut self.input).map_err(|e| CompactError::io(&self.path, &e))? {
+                match next_frame(&mut self.input, self.left, self.max_frame).map_err(|e| CompactError::io(&self.path, &e))? {
                     Some((frame, bytes)) => {
+                        self.left = self.left.saturating_sub(bytes);
                         self.frame = Buffer::from_vec(frame);
                         if let Some(g) = &mut self.give_back {
                             let n = g.holes.read(&self.input, bytes);

@@ -9,9 +9,14 @@
 //! A stream that reaches further than the window kept is not an error: it is decoded again,
 //! whole, by `snap`, from its start, and handed on from where the reader had got to.
 //!
+//! The length a stream's preamble declares sizes nothing by itself: a page's stream
+//! (`for_page`) must declare the length its checked page header declares (else it is corrupt),
+//! and any stream at most what its bytes can decode to (`MAX_EXPANSION`). The whole-stream
+//! fallback tells its owner the bytes it is about to allocate (`on_whole`) before it does.
+//!
 //! Memory: the window (`WINDOW`), output read but not yet dropped (less than `window::DROP`), plus
 //! output decoded but not read yet (`READ_AHEAD` and the element that passes it); the whole decoded
-//! stream only when it reaches further back.
+//! stream (its declared length, told to `on_whole` first) only when it reaches further back.
 
 use crate::hybrid::varint;
 use crate::window::{copy_back, read_buffered, Window};
@@ -22,6 +27,12 @@ use std::io::{BufRead, Error, ErrorKind, Read};
 const WINDOW: usize = 128 << 10;
 /// Output decoded at once when a read finds none left (`fill_buf`).
 const READ_AHEAD: usize = 64 << 10;
+/// The most bytes one input byte of a Snappy stream decodes to: a copy with a 2-byte offset
+/// (3 bytes) of 64 bytes, 21⅓ (Snappy's `format_description.txt`).
+pub const MAX_EXPANSION: usize = 22;
+
+/// Told the bytes the whole-stream fallback is about to allocate, before it does.
+type OnWhole = Box<dyn FnMut(usize) + Send>;
 
 /// A raw Snappy stream, read as its decoded bytes.
 pub struct SnappyReader {
@@ -34,6 +45,7 @@ pub struct SnappyReader {
     declared: usize,
     /// The stream decoded whole (a back-reference reached past the window), and how far it is read.
     whole: Option<(Vec<u8>, usize)>,
+    on_whole: Option<OnWhole>,
 }
 
 /// How decoding one element went wrong.
@@ -43,16 +55,51 @@ enum Stop {
     Corrupt(String),
 }
 
+/// The length a stream's preamble declares, and where its elements start.
+fn preamble(input: &[u8]) -> std::io::Result<(usize, usize)> {
+    let mut at = 0;
+    let declared = varint(input, &mut at).ok_or_else(|| Error::new(ErrorKind::InvalidData, "snappy: unreadable length"))?;
+    let declared = usize::try_from(declared).map_err(|_| Error::new(ErrorKind::InvalidData, "snappy: length too large"))?;
+    Ok((declared, at))
+}
+
 fn corrupt(what: impl Into<String>) -> Stop {
     Stop::Corrupt(what.into())
 }
 
 impl SnappyReader {
+    /// A raw Snappy stream, of the length its preamble declares: at most what its bytes can
+    /// decode to (`MAX_EXPANSION` per byte).
     pub fn new(input: Bytes) -> std::io::Result<Self> {
-        let mut at = 0;
-        let declared = varint(&input, &mut at).ok_or_else(|| Error::new(ErrorKind::InvalidData, "snappy: unreadable length"))?;
-        let declared = usize::try_from(declared).map_err(|_| Error::new(ErrorKind::InvalidData, "snappy: length too large"))?;
-        Ok(SnappyReader { input, at, window: Window::default(), declared, whole: None })
+        let (declared, at) = preamble(&input)?;
+        let most = input.len().saturating_mul(MAX_EXPANSION);
+        if declared > most {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!("snappy: the stream declares {declared} bytes, more than its {} bytes can decode to", input.len()),
+            ));
+        }
+        Ok(SnappyReader { input, at, window: Window::default(), declared, whole: None, on_whole: None })
+    }
+
+    /// A page's raw Snappy stream, which decodes to the `declared` bytes its (checked) page
+    /// header declares: a preamble that declares another length is corrupt.
+    pub fn for_page(input: Bytes, declared: usize) -> std::io::Result<Self> {
+        let (preamble, _) = preamble(&input)?;
+        if preamble != declared {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!("snappy: the stream declares {preamble} bytes, its page header {declared}"),
+            ));
+        }
+        SnappyReader::new(input)
+    }
+
+    /// `f` is told the bytes the whole-stream fallback is about to allocate, before it does
+    /// (the stream's declared length), so that its owner accounts them.
+    pub fn on_whole(mut self, f: impl FnMut(usize) + Send + 'static) -> Self {
+        self.on_whole = Some(Box::new(f));
+        self
     }
 
     /// The decoded length the stream declares.
@@ -143,8 +190,16 @@ impl SnappyReader {
     }
 
     /// Decodes the stream again, whole, and goes on from the bytes already read.
+    /// The buffer is the declared length (checked when the reader was made), told first.
     fn decode_whole(&mut self) -> std::io::Result<()> {
-        let whole = snap::raw::Decoder::new().decompress_vec(&self.input).map_err(|e| Error::new(ErrorKind::InvalidData, e))?;
+        if let Some(f) = &mut self.on_whole {
+            f(self.declared);
+        }
+        let mut whole = vec![0u8; self.declared];
+        let n = snap::raw::Decoder::new().decompress(&self.input, &mut whole).map_err(|e| Error::new(ErrorKind::InvalidData, e))?;
+        if n != self.declared {
+            return Err(Error::new(ErrorKind::InvalidData, format!("snappy: decodes to {n} bytes, {} declared", self.declared)));
+        }
         let position = self.window.dropped + self.window.read;
         self.window = Window::default();
         self.whole = Some((whole, position));
@@ -219,10 +274,10 @@ mod tests {
         }
     }
 
-    /// A stream whose back-reference reaches further than the window: the literal at the
-    /// start is repeated after `2 × (WINDOW + DROP)` bytes.
-    #[test]
-    fn a_reference_past_the_window_decodes_the_stream_whole_and_goes_on() {
+    /// A stream whose back-reference reaches further than the window, and what it decodes to:
+    /// the literal at the start is repeated after `2 × (WINDOW + DROP)` bytes; its preamble
+    /// declares `declared` (else its true length).
+    fn far_stream(declared: Option<usize>) -> (Vec<u8>, Vec<u8>) {
         let head = text(100);
         let middle = vec![b'x'; 2 * (WINDOW + DROP)];
         let mut data = head.clone();
@@ -230,7 +285,7 @@ mod tests {
         data.extend_from_slice(&head[..64]);
         // Preamble, a literal of `head`, runs of 'x' by overlapping copies, then a far copy.
         let mut s = Vec::new();
-        let mut n = data.len();
+        let mut n = declared.unwrap_or(data.len());
         while n >= 0x80 {
             s.push((n as u8 & 0x7f) | 0x80);
             n >>= 7;
@@ -250,11 +305,40 @@ mod tests {
         }
         s.push((63u8 << 2) | 3);
         s.extend_from_slice(&((middle.len() + 100) as u32).to_le_bytes());
+        (data, s)
+    }
+
+    #[test]
+    fn a_reference_past_the_window_decodes_the_stream_whole_and_goes_on() {
+        let (data, s) = far_stream(None);
         assert_eq!(snap::raw::Decoder::new().decompress_vec(&s).unwrap(), data, "the stream is valid Snappy");
-        let mut r = SnappyReader::new(Bytes::from(s)).unwrap();
+        let told = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let t = told.clone();
+        let mut r =
+            SnappyReader::for_page(Bytes::from(s), data.len()).unwrap().on_whole(move |n| t.store(n, std::sync::atomic::Ordering::SeqCst));
         let out = read_all(&mut r, 4096).unwrap();
         assert!(out == data);
         assert!(r.whole.is_some(), "the far reference made the reader decode whole");
+        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), data.len(), "the whole stream's buffer was told first");
+    }
+
+    /// The crafted case of issue 41: a preamble declaring 0xFFFFFFFF bytes and a far
+    /// back-reference forcing the whole-stream fallback, which sized its buffer from the
+    /// preamble (4 GiB). A page's stream must declare its header's length, and no stream more
+    /// than its bytes decode to: both refused before anything is decoded or allocated.
+    #[test]
+    fn a_preamble_that_disagrees_with_the_page_header_or_its_bytes_is_refused_before_any_buffer() {
+        let (data, s) = far_stream(Some(0xFFFF_FFFF));
+        let e = SnappyReader::for_page(Bytes::from(s.clone()), data.len()).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidData);
+        assert!(e.to_string().contains("declares 4294967295 bytes, its page header"), "{e}");
+        let e = SnappyReader::new(Bytes::from(s.clone())).err().expect("refused");
+        assert!(e.to_string().contains("more than its"), "{e}");
+        // snap itself would size its buffer from that preamble
+        assert_eq!(snap::raw::decompress_len(&s).unwrap(), 0xFFFF_FFFF);
+        // a preamble within what the bytes decode to but short of the page's: refused too
+        let (_, s) = far_stream(Some(data.len() - 1));
+        assert!(SnappyReader::for_page(Bytes::from(s), data.len()).is_err());
     }
 
     #[test]

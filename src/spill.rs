@@ -317,8 +317,10 @@ impl Run {
         Ok(self.reader(file, Some(GiveBack { holes: Holes::default(), given: Box::new(given) })))
     }
 
+    /// (the bytes its frames are checked against: the file's, at most as written)
     fn reader(&self, file: File, give_back: Option<GiveBack>) -> RunReader {
-        RunReader::new(file, give_back, self.schemas.clone(), self.file.path.clone(), self.rows)
+        let bytes = file.metadata().map_or(self.bytes, |m| m.len().min(self.bytes));
+        RunReader::new(file, give_back, self.schemas.clone(), self.file.path.clone(), self.rows, bytes, self.max_frame_bytes)
     }
 }
 
@@ -404,6 +406,66 @@ mod tests {
         drop(r);
         drop(run);
         assert_eq!(spill.disk.now.load(Ordering::Relaxed), 0, "what was not given back is counted off when the run goes");
+        drop(spill);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A run file cut inside a frame, or whose second frame's length is edited to 4 GiB: reading
+    /// it back is an error naming the file at that frame, the frames before it read as written.
+    #[test]
+    fn a_truncated_or_edited_run_file_is_an_error_at_the_damaged_frame() {
+        let (dir, schema, memory) = one_string_column("damaged");
+        let mut spill = SpillDir::new(&dir, "d", &memory);
+        let chunks: Vec<RecordBatch> = (0..6)
+            .map(|c| {
+                RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![format!("chunk {c} ").repeat(40_000)]))]).unwrap()
+            })
+            .collect();
+        let mut w = spill.create(&schema, 1 << 20, false).unwrap();
+        for c in &chunks {
+            w.write(c, 0).unwrap();
+        }
+        let run = w.finish().unwrap();
+        let clean = std::fs::read(&run.file.path).unwrap();
+        // the frames: each behind its length
+        let mut starts = Vec::new();
+        let mut at = 0;
+        while at < clean.len() {
+            starts.push(at);
+            at += 4 + u32::from_le_bytes(clean[at..at + 4].try_into().unwrap()) as usize;
+        }
+        assert_eq!(at, clean.len());
+        assert!(starts.len() >= 4, "{} frames", starts.len());
+        let third = starts[2];
+        for (case, bytes) in [
+            ("cut", clean[..third + 20].to_vec()),
+            ("edited", {
+                let mut b = clean.clone();
+                b[third..third + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+                b
+            }),
+        ] {
+            std::fs::write(&run.file.path, &bytes).unwrap();
+            let mut r = run.open().unwrap();
+            let mut read = 0;
+            let e = loop {
+                match r.next_chunk() {
+                    Ok(Some(c)) => {
+                        assert_eq!(c, chunks[read], "{case}");
+                        read += 1;
+                    }
+                    Ok(None) => panic!("{case}: the damaged run read to its end"),
+                    Err(e) => break e,
+                }
+            };
+            assert!(read < chunks.len(), "{case}");
+            let msg = e.to_string();
+            assert!(msg.contains(&run.file.path.display().to_string()), "{case}: {msg}");
+            if case == "edited" {
+                assert!(msg.contains("a spill frame of 4294967280 bytes"), "{case}: {msg}");
+            }
+        }
+        drop(run);
         drop(spill);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -31,10 +31,17 @@
 //! columns, and inputs whose page headers are not checked (`guard`) are read by parquet-rs's
 //! page reader as before.
 //!
+//! Every buffer is sized from the page header's declared uncompressed size, which the guard
+//! checked, never from a length inside the stream (a Snappy preamble that disagrees with it is
+//! corrupt; a value's length is checked against the bytes the page has left).
+//!
 //! Memory: per streamed column, its compressed page, one slice (`SLICE` bytes and room for the
-//! levels of the rest of the page), the decoder's window (`DECODER`) and the page's levels (one
-//! byte each), accounted with the input's pages (`GuardedInput::page_held`); the pages read
-//! ahead after a dictionary, compressed, while they are checked.
+//! levels of the rest of the page), the decoder's window (`DECODER`, BROTLI's `BROTLI_DECODER`)
+//! and the page's levels (one byte each, at most `MAX_LEVELS`, and their encoded bytes while
+//! they are decoded); the page decompressed whole, at its declared size, where a stream cannot
+//! be decoded within the window; the pages read ahead after a dictionary, compressed, and their
+//! levels, while they are checked. All of it accounted with the input's pages, before it is
+//! allocated (`GuardedInput::page_held`).
 
 use crate::guard::GuardedInput;
 use crate::hybrid::{decode, decode_levels, encode_levels, max_levels_len};
@@ -59,10 +66,15 @@ pub const LARGE_PAGE: u64 = 4 << 20;
 pub const PAGE_ESTIMATE: u64 = 1 << 20;
 /// The values a slice holds, at least (a value is never cut; one larger is a slice of its own).
 pub const SLICE: usize = 1 << 20;
-/// What a stream decoder holds besides: the window of ZSTD and BROTLI at writers' default
-/// levels (Snappy's and LZ4_RAW's are about 1 MiB, `snappy`'s and `lz4`'s, GZIP's 32 KiB), and
-/// the read buffer.
+/// What a stream decoder holds besides: Snappy's and LZ4_RAW's window (about 1 MiB, `snappy`'s
+/// and `lz4`'s), GZIP's (32 KiB), ZSTD's at most (`ZSTD_WINDOW_LOG`), and the read buffer.
 const DECODER: usize = 4 << 20;
+/// The largest window a ZSTD page is streamed with (4 MiB: writers' default levels use 512 KiB
+/// to 2 MiB): a frame that declares more is decompressed whole, into its page's declared size.
+const ZSTD_WINDOW_LOG: u32 = 22;
+/// What BROTLI's stream decoder holds: its window may be 16 MiB (a stream's `WBITS` of 24, the
+/// format's most), and the read buffer.
+const BROTLI_DECODER: usize = (16 << 20) + (1 << 20);
 /// The read buffer over a stream decoder.
 const BUFFER: usize = 64 << 10;
 /// Dictionary-encoded pages read ahead after a large dictionary page, at most.
@@ -128,7 +140,7 @@ pub fn pages_estimate(column: &ColumnChunkMetaData, first_page: u64) -> u64 {
     if streamable(column) {
         let compressed = u64::try_from(column.compressed_size()).unwrap_or(u64::MAX).min(uncompressed);
         let levels = u64::try_from(column.num_values()).unwrap_or(0).saturating_mul(2);
-        return compressed.saturating_add((DECODER + SLICE) as u64).saturating_add(levels);
+        return compressed.saturating_add((decoder_bytes(column.compression()) + SLICE) as u64).saturating_add(levels);
     }
     uncompressed
 }
@@ -195,24 +207,61 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> ParquetError + '_ {
     move |e| general(format!("{what}: {e}"))
 }
 
-/// A stream decoder over a compressed page's bytes, which decompress to `declared` bytes: read
-/// out of its own buffer (`snappy`, `lz4`, uncompressed bytes) or a read buffer over it.
-fn decoder(codec: Compression, data: Bytes, declared: usize) -> Result<Box<dyn BufRead + Send>> {
+/// What the stream decoder of `codec` holds besides its input (`DECODER`, or BROTLI's).
+fn decoder_bytes(codec: Compression) -> usize {
+    match codec {
+        Compression::BROTLI(_) => BROTLI_DECODER,
+        _ => DECODER,
+    }
+}
+
+/// Told the bytes a page streamed after all is about to be decompressed whole into (before
+/// that buffer is allocated), to account them.
+type Whole = Box<dyn FnMut(usize) + Send>;
+
+/// A stream decoder over a compressed page's bytes, which decompress to `declared` bytes (its
+/// checked header's figure: no length inside the stream sizes a buffer): read out of its own
+/// buffer (`snappy`, `lz4`, uncompressed bytes) or a read buffer over it. A stream that cannot
+/// be decoded within the decoder's window (a Snappy back-reference past it, a ZSTD frame's
+/// window over `ZSTD_WINDOW_LOG`) is decompressed whole into `declared` bytes, told to `whole`
+/// first.
+fn decoder(codec: Compression, data: Bytes, declared: usize, mut whole: Option<Whole>) -> Result<Box<dyn BufRead + Send>> {
     let buffered = |r: Box<dyn Read + Send>| -> Box<dyn BufRead + Send> { Box::new(BufReader::with_capacity(BUFFER, r)) };
     Ok(match codec {
         Compression::UNCOMPRESSED => Box::new(Cursor::new(data)),
-        Compression::SNAPPY => Box::new(SnappyReader::new(data).map_err(io("snappy page"))?),
+        Compression::SNAPPY => {
+            let r = SnappyReader::for_page(data, declared).map_err(io("snappy page"))?;
+            Box::new(match whole {
+                Some(whole) => r.on_whole(whole),
+                None => r,
+            })
+        }
         Compression::LZ4_RAW => Box::new(Lz4Reader::new(data, declared)),
         Compression::GZIP(_) => buffered(Box::new(flate2::read::MultiGzDecoder::new(Cursor::new(data)))),
         Compression::BROTLI(_) => buffered(Box::new(brotli::Decompressor::new(Cursor::new(data), BUFFER))),
-        Compression::ZSTD(_) => buffered(Box::new(zstd::stream::read::Decoder::with_buffer(Cursor::new(data)).map_err(io("zstd page"))?)),
+        Compression::ZSTD(_) => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(Cursor::new(data.clone())).map_err(io("zstd page"))?;
+            d.window_log_max(ZSTD_WINDOW_LOG).map_err(io("zstd page"))?;
+            let mut r = buffered(Box::new(d));
+            // (the frame header is read, and its window checked, by the first read)
+            match r.fill_buf() {
+                Err(e) if e.to_string().contains("too much memory") => {
+                    if let Some(f) = &mut whole {
+                        f(declared);
+                    }
+                    Box::new(Cursor::new(decompressed(codec, data, declared, &[])?))
+                }
+                Err(e) => return Err(io("zstd page")(e)),
+                Ok(_) => r,
+            }
+        }
         other => return Err(general(format!("{other} pages are not streamed"))),
     })
 }
 
-/// `declared` bytes decompressed from `data`, read as a stream.
-fn stream(codec: Compression, data: Bytes, declared: usize) -> Result<Values> {
-    Ok(decoder(codec, data, declared)?.take(declared as u64))
+/// `declared` bytes decompressed from `data`, read as a stream (`whole`: see `decoder`).
+fn stream(codec: Compression, data: Bytes, declared: usize, whole: Whole) -> Result<Values> {
+    Ok(decoder(codec, data, declared, Some(whole))?.take(declared as u64))
 }
 
 /// `n` bytes of `values` appended to `buf`, copied straight out of the decoder's buffer.
@@ -233,7 +282,7 @@ fn append(values: &mut Values, buf: &mut Vec<u8>, n: usize) -> std::io::Result<(
 
 /// `prefix` followed by `data` decompressed whole into the `declared` bytes (`prefix`: a V2
 /// page's levels, which are not compressed).
-fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Result<Bytes> {
+fn decompressed(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Result<Bytes> {
     if codec == Compression::UNCOMPRESSED && prefix.is_empty() {
         return Ok(data);
     }
@@ -265,7 +314,7 @@ fn whole(codec: Compression, data: Bytes, declared: usize, prefix: &[u8]) -> Res
             }
         }
         _ => {
-            let mut input = decoder(codec, data, declared)?;
+            let mut input = decoder(codec, data, declared, None)?;
             input.read_exact(values).map_err(io("page decompresses to fewer bytes than its header declares"))?;
             if input.read(&mut [0u8; 1]).map_err(io("page"))? > 0 {
                 return Err(general(format!("page decompresses to more than the {declared} bytes its header declares")));
@@ -285,11 +334,13 @@ fn zstd_page<C: zstd::zstd_safe::WriteBuf + ?Sized>(data: &[u8], out: &mut C, de
     Ok(())
 }
 
-/// A V1 page's definition levels, read from the front of its stream: their length, then them.
-fn read_levels(values: &mut impl Read, n: usize) -> Result<Vec<bool>> {
+/// A V1 page's definition levels, read from the front of its stream: their length, then them
+/// (`held` is told that length before they are read).
+fn read_levels(values: &mut impl Read, n: usize, held: impl FnOnce(usize)) -> Result<Vec<bool>> {
     let mut len = [0u8; 4];
     values.read_exact(&mut len).map_err(io("page ends in its definition levels"))?;
     let len = u32::from_le_bytes(len) as usize;
+    held(len);
     let mut data = Vec::new();
     values.take(len as u64).read_to_end(&mut data).map_err(io("definition levels"))?;
     if data.len() != len {
@@ -333,14 +384,14 @@ impl Streamed {
                 if large && matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
                     if let Some((levels, total)) = self.used_in_order(num_values as usize)? {
                         self.counts.dictionaries.fetch_add(1, Ordering::Relaxed);
-                        self.hold_stream(buf.len(), total);
-                        let values = stream(self.codec, buf, declared)?;
+                        let held = self.hold_stream(buf.len(), total);
+                        let values = stream(self.codec, buf, declared, Box::new(move |n| held(n)))?;
                         return self.begin(total, self.optional.then_some(levels), values).map(Some);
                     }
                 }
                 self.hold_whole(buf.len(), declared);
                 self.file.dictionary_held(self.chunk, declared);
-                Page::DictionaryPage { buf: whole(self.codec, buf, declared, &[])?, num_values, encoding, is_sorted }
+                Page::DictionaryPage { buf: decompressed(self.codec, buf, declared, &[])?, num_values, encoding, is_sorted }
             }
             Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics } => {
                 if large
@@ -348,13 +399,21 @@ impl Streamed {
                     && encoding == Encoding::PLAIN
                     && (!self.optional || def_level_encoding == Encoding::RLE)
                 {
-                    self.hold_stream(buf.len(), num_values as usize);
-                    let mut values = stream(self.codec, buf, declared)?;
-                    let levels = if self.optional { Some(read_levels(&mut values, num_values as usize)?) } else { None };
+                    let held = self.hold_stream(buf.len(), num_values as usize);
+                    let whole = held.clone();
+                    let mut values = stream(self.codec, buf, declared, Box::new(move |n| whole(n)))?;
+                    let levels = if self.optional {
+                        // (the levels' encoded bytes held while they are decoded)
+                        let levels = read_levels(&mut values, num_values as usize, |len| held(len))?;
+                        held(0);
+                        Some(levels)
+                    } else {
+                        None
+                    };
                     return self.begin(num_values as usize, levels, values).map(Some);
                 }
                 self.hold_whole(buf.len(), declared);
-                let buf = whole(self.codec, buf, declared, &[])?;
+                let buf = decompressed(self.codec, buf, declared, &[])?;
                 Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, statistics }
             }
             Page::DataPageV2 {
@@ -375,14 +434,14 @@ impl Streamed {
                 let (levels, values) = (buf.slice(..levels_len), buf.slice(levels_len..));
                 let codec = if is_compressed { self.codec } else { Compression::UNCOMPRESSED };
                 if large && num_values as usize <= MAX_LEVELS && encoding == Encoding::PLAIN && rep_levels_byte_len == 0 {
-                    self.hold_stream(buf.len(), num_values as usize);
+                    let held = self.hold_stream(buf.len(), num_values as usize);
                     let defined = if self.optional { Some(decode_levels(&levels, num_values as usize).map_err(general)?) } else { None };
-                    let values = stream(codec, values, declared - levels_len)?;
+                    let values = stream(codec, values, declared - levels_len, Box::new(move |n| held(n)))?;
                     return self.begin(num_values as usize, defined, values).map(Some);
                 }
                 self.hold_whole(buf.len(), declared);
                 // Levels and values in one buffer, as the column reader takes a V2 page.
-                let buf = if is_compressed { whole(codec, values, declared - levels_len, &levels)? } else { buf };
+                let buf = if is_compressed { decompressed(codec, values, declared - levels_len, &levels)? } else { buf };
                 Page::DataPageV2 {
                     buf,
                     num_values,
@@ -418,7 +477,9 @@ impl Streamed {
                 break;
             }
             let Some((page, declared)) = read.last() else { break };
-            let (defined, indices) = self.indices(page, *declared)?;
+            // (the pages read before it, compressed, and the levels so far, held meanwhile)
+            let before: usize = read[..read.len() - 1].iter().map(|(p, _)| p.buffer().len()).sum();
+            let (defined, indices) = self.indices(page, *declared, before + levels.len())?;
             let present = defined.iter().filter(|d| **d).count();
             let width = indices.first().copied().unwrap_or(0);
             let checked = decode(indices.get(1..).unwrap_or_default(), width, present, |i| {
@@ -448,18 +509,19 @@ impl Streamed {
     }
 
     /// A dictionary-encoded page's definition levels (all true for a required column) and
-    /// encoded indices (their bit width first).
-    fn indices(&self, page: &Page, declared: usize) -> Result<(Vec<bool>, Bytes)> {
+    /// encoded indices (their bit width first); `held`: what the reader holds besides (the
+    /// pages read ahead before it and their levels), accounted with it.
+    fn indices(&self, page: &Page, declared: usize, held: usize) -> Result<(Vec<bool>, Bytes)> {
         let n = page.num_values() as usize;
         match page {
             Page::DataPage { buf, .. } => {
-                self.file.page_held(self.chunk, buf.len() + declared);
-                let data = whole(self.codec, buf.clone(), declared, &[])?;
+                self.hold(held + buf.len() + declared + n);
+                let data = decompressed(self.codec, buf.clone(), declared, &[])?;
                 if !self.optional {
                     return Ok((vec![true; n], data));
                 }
                 let mut cursor = Cursor::new(&data[..]);
-                let levels = read_levels(&mut cursor, n)?;
+                let levels = read_levels(&mut cursor, n, |_| ())?;
                 let at = cursor.position() as usize;
                 Ok((levels, data.slice(at..)))
             }
@@ -468,9 +530,9 @@ impl Streamed {
                 if levels_len > buf.len() || levels_len > declared || *rep_levels_byte_len != 0 {
                     return Err(general("V2 page: its levels are longer than the page"));
                 }
-                self.file.page_held(self.chunk, buf.len() + declared);
+                self.hold(held + buf.len() + declared + n);
                 let codec = if *is_compressed { self.codec } else { Compression::UNCOMPRESSED };
-                let data = whole(codec, buf.slice(levels_len..), declared - levels_len, &[])?;
+                let data = decompressed(codec, buf.slice(levels_len..), declared - levels_len, &[])?;
                 let levels = if self.optional { decode_levels(&buf[..levels_len], n).map_err(general)? } else { vec![true; n] };
                 Ok((levels, data))
             }
@@ -478,17 +540,33 @@ impl Streamed {
         }
     }
 
+    /// The pages read ahead and not handed on yet, compressed.
+    fn ahead_bytes(&self) -> usize {
+        self.ahead.iter().map(|(p, _)| p.buffer().len()).sum()
+    }
+
+    /// Accounts `bytes` as what the chunk's reader holds now, with the pages it read ahead.
+    fn hold(&self, bytes: usize) {
+        self.file.page_held(self.chunk, bytes + self.ahead_bytes());
+    }
+
     /// Accounts a page of `compressed` bytes decompressed whole into `declared` (before that
     /// buffer is allocated), and counts it.
     fn hold_whole(&self, compressed: usize, declared: usize) {
-        self.file.page_held(self.chunk, compressed + declared);
+        self.hold(compressed + declared);
         self.counts.whole.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Accounts a large page of `total` levels, `compressed` bytes, as streamed: before its
-    /// decoder and slices are allocated.
-    fn hold_stream(&mut self, compressed: usize, total: usize) {
-        self.file.page_held(self.chunk, compressed + DECODER + SLICE + max_levels_len(total) + total);
+    /// decoder and slices are allocated — its compressed bytes, the decoder, a slice, the levels
+    /// (one byte each) and their encoding for a slice. Returns what accounts more beside that
+    /// (the levels' encoded bytes while they are read, the page decompressed whole where the
+    /// decoder falls back to that).
+    fn hold_stream(&mut self, compressed: usize, total: usize) -> Arc<dyn Fn(usize) + Send + Sync> {
+        let base = compressed + decoder_bytes(self.codec) + SLICE + max_levels_len(total) + total + self.ahead_bytes();
+        let (file, chunk) = (self.file.clone(), self.chunk);
+        file.page_held(chunk, base);
+        Arc::new(move |more| file.page_held(chunk, base + more))
     }
 
     /// Begins handing on a large page of `total` levels (`levels`: its definition levels).

@@ -104,6 +104,101 @@ fn big_page_seed(path: &Path) {
     write(path, &batch, props);
 }
 
+/// One column chunk of `codec` holding a single ~5.3 MB PLAIN page of 1,100 distinct values:
+/// above the 4 MiB streaming threshold, so the streamed decoders (`snappy`, `lz4`, the ZSTD and
+/// GZIP stream decoders) read it, in slices.
+fn large_page_seed(path: &Path, codec: Compression) {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let words = ["user", "assistant", "tool", "text", "turn", "role", "content", "call"];
+    let values: Vec<Vec<u8>> = (0..1100)
+        .map(|r| {
+            let mut v = format!("{{\"row\":{r},");
+            while v.len() < 4800 {
+                v.push_str(words[rng.below(words.len())]);
+                v.push_str(&format!("{} ", rng.below(1000)));
+            }
+            v.into_bytes()
+        })
+        .collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("blob", DataType::Binary, false)])),
+        vec![Arc::new(BinaryArray::from_iter_values(values.iter()))],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_dictionary_enabled(false)
+        .set_data_page_size_limit(64 << 20)
+        .set_write_batch_size(2000)
+        .build();
+    write(path, &batch, props);
+}
+
+/// Bytes that do not compress, for values a Snappy stream can only hold as literals.
+fn noise(rng: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n).map(|_| (rng.next() >> 24) as u8).collect()
+}
+
+/// Issue 41's crafted streamed SNAPPY page: one ~5.2 MiB PLAIN page whose Snappy stream (the
+/// same length as the one parquet-rs wrote, so the page header and the footer stay true) has a
+/// preamble declaring 0xFFFFFFFF bytes, the page's first 3 MiB as literals, then a
+/// back-reference 3 MiB back — past the streaming decoder's window, which forced its
+/// whole-stream fallback, sized by that preamble (4 GiB).
+fn snappy_preamble_bomb(dir: &Path) -> Vec<u8> {
+    let path = dir.join("snappy-large-noise.parquet");
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let values: Vec<Vec<u8>> = (0..1100).map(|_| noise(&mut rng, 4800)).collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("blob", DataType::Binary, false)])),
+        vec![Arc::new(BinaryArray::from_iter_values(values.iter()))],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_data_page_size_limit(64 << 20)
+        .set_write_batch_size(2000)
+        .build();
+    write(&path, &batch, props);
+    let mut b = std::fs::read(&path).unwrap();
+    let meta = ParquetMetaDataReader::new().parse_and_finish(&File::open(&path).unwrap()).unwrap();
+    let (start, len) = meta.row_group(0).column(0).byte_range();
+    let (start, end) = (start as usize, (start + len) as usize);
+    // The page's Snappy stream ends the chunk (one page, no dictionary): it starts where the
+    // rest of the chunk decodes whole, as Snappy, to the page's values.
+    let declared = 1100 * (4 + 4800);
+    let page = (start..end)
+        .find(|&p| {
+            snap::raw::decompress_len(&b[p..end]).is_ok_and(|n| n == declared)
+                && snap::raw::Decoder::new().decompress_vec(&b[p..end]).is_ok()
+        })
+        .unwrap();
+    let plain = snap::raw::Decoder::new().decompress_vec(&b[page..end]).unwrap();
+    let target = end - page;
+    let mut s = vec![0xff, 0xff, 0xff, 0xff, 0x0f]; // 0xFFFFFFFF
+    let literal = |s: &mut Vec<u8>, bytes: &[u8]| {
+        // a literal of up to 2^24 bytes behind a 4-byte tag (three length bytes)
+        let n = (bytes.len() - 1) as u32;
+        s.push(62 << 2);
+        s.extend_from_slice(&n.to_le_bytes()[..3]);
+        s.extend_from_slice(bytes);
+    };
+    let head = 3 << 20;
+    for piece in plain[..head].chunks(64 << 10) {
+        literal(&mut s, piece);
+    }
+    // a copy of 64 bytes from the page's start, 3 MiB back (tag 3: a 4-byte offset)
+    s.push((63 << 2) | 3);
+    s.extend_from_slice(&(head as u32).to_le_bytes());
+    // the rest: literals, up to the stream's length as written
+    let rest = target - s.len() - 4;
+    let filler: Vec<u8> = plain[head..].iter().cycle().take(rest).copied().collect();
+    literal(&mut s, &filler);
+    assert_eq!(s.len(), target);
+    b[page..end].copy_from_slice(&s);
+    b
+}
+
 /// A schema of `depth` nested optional groups around one leaf, no rows (footer only).
 fn deep_schema_file(path: &Path, depth: usize) {
     let path = path.to_path_buf();
@@ -145,6 +240,14 @@ fn seeds(dir: &Path) -> Vec<PathBuf> {
     let p = dir.join("seed-big-page.parquet");
     big_page_seed(&p);
     out.push(p);
+    // pages above the streaming threshold: the streamed decoders read them
+    let streamed =
+        [Compression::SNAPPY, Compression::LZ4_RAW, Compression::ZSTD(ZstdLevel::default()), Compression::GZIP(GzipLevel::default())];
+    for (i, codec) in streamed.into_iter().enumerate() {
+        let p = dir.join(format!("seed-streamed-{i}.parquet"));
+        large_page_seed(&p, codec);
+        out.push(p);
+    }
     out
 }
 
@@ -247,6 +350,11 @@ fn hash(bytes: &[u8]) -> u64 {
 
 /// Runs one case (alone, or after a valid file so outputs exist when it fails) and checks it.
 fn check(dir: &Path, case: &str, bytes: &[u8], valid: Option<&Path>, tally: &mut Tally) {
+    check_threads(dir, case, bytes, valid, 0, tally)
+}
+
+/// `check`, with `threads` (0: the default).
+fn check_threads(dir: &Path, case: &str, bytes: &[u8], valid: Option<&Path>, threads: usize, tally: &mut Tally) {
     static N: AtomicUsize = AtomicUsize::new(0);
     let i = N.fetch_add(1, Ordering::SeqCst);
     let input = dir.join(format!("case-{i}.parquet"));
@@ -254,6 +362,9 @@ fn check(dir: &Path, case: &str, bytes: &[u8], valid: Option<&Path>, tally: &mut
     let out = dir.join(format!("out-{i}"));
     let mut o = Options::new(&out);
     o.batch_bytes = BATCH_BYTES;
+    if threads > 0 {
+        o.threads = threads;
+    }
     let mut files: Vec<String> = valid.map(|v| v.display().to_string()).into_iter().collect();
     files.push(input.display().to_string());
     let before = hash(bytes);
@@ -368,6 +479,42 @@ fn a_page_claiming_128_mib_is_refused_before_it_is_allocated() {
     assert!(tally.peak > 0, "the allocator counted no bytes: the bound above held vacuously");
 }
 
+/// Issue 41's streamed SNAPPY page whose preamble declares 0xFFFFFFFF bytes (see
+/// `snappy_preamble_bomb`): ERR_INPUT_CORRUPT naming the file, alone and after a good file
+/// (whose freed blocks the allocator keeps), with `threads` 1 and 2 — the peak of bytes
+/// allocated within the bound, nothing left in outDir, the input untouched (`check`). Before
+/// the preamble was checked against the page header, the whole-stream fallback allocated
+/// 4 GiB: above the bound.
+#[test]
+fn a_streamed_snappy_page_whose_preamble_claims_4_gib_is_refused_within_the_bound() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Scratch::new("snappy-bomb");
+    let bomb = snappy_preamble_bomb(s.path());
+    let good = s.path().join("good.parquet");
+    large_page_seed(&good, Compression::SNAPPY);
+    let mut tally = Tally::default();
+    for threads in [1, 2] {
+        for valid in [None, Some(good.as_path())] {
+            check_threads(
+                s.path(),
+                &format!("snappy preamble bomb, threads {threads}, after a good file: {}", valid.is_some()),
+                &bomb,
+                valid,
+                threads,
+                &mut tally,
+            );
+        }
+    }
+    assert_eq!(tally.corrupt, 4, "{tally:?}");
+    assert!(tally.peak > 5 << 20, "the good file's page was read: {} bytes at the peak", tally.peak);
+    let input = s.path().join("bomb.parquet");
+    std::fs::write(&input, &bomb).unwrap();
+    match compact(&[input.display().to_string()], &Options::new(s.path().join("out")), &AtomicBool::new(false), &|_| {}) {
+        Err(CompactError::InputCorrupt { msg, .. }) => assert!(msg.contains("declares 4294967295 bytes, its page header"), "{msg}"),
+        other => panic!("expected ERR_INPUT_CORRUPT, got {:?}", other.map(|_| ())),
+    }
+}
+
 #[test]
 fn a_schema_nested_thousands_deep_is_refused_not_a_stack_overflow() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -451,6 +598,7 @@ fn write_corpus() {
     std::fs::write(dir.join("footer-claims-4gib.parquet"), b).unwrap();
     std::fs::write(dir.join("zero-length.parquet"), b"").unwrap();
     std::fs::write(dir.join("truncated-half.parquet"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(dir.join("snappy-preamble-4gib.parquet"), snappy_preamble_bomb(s.path())).unwrap();
 }
 
 #[test]

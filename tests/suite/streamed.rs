@@ -106,6 +106,12 @@ fn large_plain_pages_stream_in_slices_and_decode_the_rows_parquet_rs_decodes() {
         Compression::GZIP(GzipLevel::default()),
         Compression::ZSTD(ZstdLevel::default()),
         Compression::BROTLI(BrotliLevel::default()),
+        // (LZ4_RAW: `lz4`'s own decoder, its bytes checked against parquet-rs's whole-page
+        // reading with `lz4_flex`)
+        Compression::LZ4_RAW,
+        // (level 19: a frame whose window, the page's 6 MB, is over the 4 MiB a ZSTD page is
+        // streamed with: decompressed whole, at the page's declared size, and handed on)
+        Compression::ZSTD(ZstdLevel::try_new(19).unwrap()),
     ];
     let selections = [
         None,
@@ -338,4 +344,52 @@ fn bytes_flipped_in_streamed_chunks_give_errors_or_rows_never_a_panic() {
     }
     assert_eq!(failed + read, 160);
     assert!(failed > 0, "some flips were caught as errors ({failed} errors, {read} read)");
+}
+
+/// A streamed page's definition levels (one byte each while it is handed on) are accounted with
+/// the page before they are allocated: a page of 3,000,000 levels, most of them null, read
+/// through an input whose pages are accounted (`GuardedInput::account_pages`) — the peak holds
+/// the page compressed, the decoder and a slice, and the levels.
+#[test]
+fn a_streamed_pages_levels_are_in_the_accounted_peak() {
+    use gencompact::memory::Accountant;
+    let dir = Scratch::new("streamed-levels");
+    let rows = 3_000_000;
+    let text: ArrayRef = Arc::new(StringArray::from_iter((0..rows).map(|r| (r % 3 == 0).then(|| format!("v{}", r % 97)))));
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![Field::new("text", DataType::Utf8, true)])), vec![text]).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::PLAIN)
+        .set_data_page_size_limit(64 << 20)
+        .set_data_page_row_count_limit(rows)
+        .set_write_batch_size(rows)
+        .set_max_row_group_row_count(Some(rows))
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+        .build();
+    let path = write_with(dir.path(), "levels", &batch, props);
+    let meta = ArrowReaderMetadata::load(&File::open(&path).unwrap(), ArrowReaderOptions::new()).unwrap();
+    let chunk = meta.metadata().row_group(0).column(0);
+    assert!(chunk.uncompressed_size() > 4 << 20, "the chunk is large: {}", chunk.uncompressed_size());
+    let memory = Accountant::new(usize::MAX);
+    let mut file = GuardedInput::new(File::open(&path).unwrap(), 96 << 20).unwrap();
+    file.account_pages(&memory);
+    file.check_metadata(&path, meta.metadata()).unwrap();
+    let descr = meta.metadata().file_metadata().schema_descr_ptr();
+    let levels = parquet_to_arrow_field_levels(&descr, ProjectionMask::all(), Some(meta.schema().fields())).unwrap();
+    let row_group = RowGroup::new(file, meta.metadata().clone(), 0);
+    let reader = ParquetRecordBatchReader::try_new_with_row_groups(&levels, &row_group, 65536, None).unwrap();
+    let (mut read, mut present) = (0, 0);
+    for b in reader {
+        let b = b.unwrap();
+        read += b.num_rows();
+        present += b.num_rows() - b.column(0).null_count();
+    }
+    assert_eq!((read, present), (rows, rows.div_ceil(3)));
+    assert_eq!(row_group.streamed(), (1, 0), "the page was streamed");
+    // its compressed bytes (the chunk less its page header), the decoder (4 MiB), a slice
+    // (1 MiB) and one byte per level
+    let page = chunk.compressed_size() as usize - 100;
+    let least = page + (5 << 20) + rows;
+    assert!(memory.peak() >= least, "accounted peak {} < {least}: the levels are not in it", memory.peak());
 }
