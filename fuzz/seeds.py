@@ -53,3 +53,7 @@ ops = [0, 1, 20, 16, 1, 2, 3, 4, 5, 7, 9, 200]
 put('puffin', 'three-keys', [1, 0, 7] + ops)
 put('puffin', 'empty-map', [0] + [0] * 8)
 put('puffin', 'broken-crc', [1 | 6 | (2 << 3), 0, 7] + ops)
+
+# issue 41's fifth input, rebuilt: the far reference makes the reader decode the stream whole,
+# and the preamble declares 0xFFFFFFFF bytes (lie 255)
+put('snappy', 'issue41-far-reference-declares-4gib', [mode(3, 3), 7, 0, 255] + program[3:])

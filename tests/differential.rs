@@ -89,17 +89,69 @@ fn mutate(r: &mut Rng, input: &[u8], others: &[(String, Vec<u8>)]) -> Vec<u8> {
     v
 }
 
-/// Runs `target` on every seed of `name` and `mutations` mutations of them; returns what each
-/// input gave (`None`: it panicked), and fails listing the inputs that panicked.
-fn run<T>(name: &str, target: impl Fn(&[u8]) -> T, mutations: usize) -> Vec<Option<T>> {
+/// Seeds that build megabytes (`large-*`, `program-*`): mutated fewer times than the rest.
+fn heavy(name: &str) -> bool {
+    name.starts_with("large-") || name.starts_with("program-")
+}
+
+/// Regression seeds (inputs that crashed a target: `crash-*` found by fuzzing, `issue*` built
+/// from an issue): each is run in a child process of its own (this test binary again, `ONE`
+/// naming the seed), so that one that aborts the process (a failed allocation) or is killed
+/// fails the test naming it instead of ending the test binary.
+fn isolated(seed: &str) -> bool {
+    seed.starts_with("crash-") || seed.starts_with("issue")
+}
+
+/// In a child process: the one seed (`<target>/<seed>`) to run.
+const ONE: &str = "GENCOMPACT_DIFFERENTIAL_ONE";
+
+/// The seed a child process runs, if this is one and it runs `name`'s test.
+fn one(name: &str) -> Option<Vec<u8>> {
+    let one = std::env::var(ONE).ok()?;
+    let seed = one.strip_prefix(name)?.strip_prefix('/')?;
+    Some(std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds").join(name).join(seed)).unwrap())
+}
+
+/// Runs the seed `name/seed` in a child process running `test` alone: its failure, if it failed.
+fn run_isolated(test: &str, name: &str, seed: &str) -> Option<String> {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ONE, format!("{name}/{seed}"))
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    if out.status.success() {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("note:")).collect();
+    Some(format!("{} ({}): {}", seed, out.status, said[said.len().saturating_sub(3)..].join(" / ")))
+}
+
+/// Runs `target` on every seed of `name` (a regression seed in a child process, `isolated`),
+/// `mutations` mutations of its light seeds and `heavy_mutations` of its heavy ones; returns
+/// what each input run here gave, and fails listing the inputs that failed. `test` is the
+/// calling test's name; in a child process it runs the one seed asked for and returns `None`.
+fn run<T>(test: &str, name: &str, target: impl Fn(&[u8]) -> T, mutations: usize, heavy_mutations: usize) -> Option<Vec<Option<T>>> {
+    if let Some(input) = one(name) {
+        target(&input);
+        return None;
+    }
     let seeds = seeds(name);
+    let mut failures: Vec<String> = seeds.iter().filter(|(n, _)| isolated(n)).filter_map(|(n, _)| run_isolated(test, name, n)).collect();
+    let seeds: Vec<(String, Vec<u8>)> = seeds.into_iter().filter(|(n, _)| !isolated(n)).collect();
+    let (heavy_seeds, light_seeds): (Vec<_>, Vec<_>) = seeds.iter().partition(|(n, _)| heavy(n));
     let mut r = Rng(0x00C0_FFEE ^ name.len() as u64);
-    let mut failures = Vec::new();
     let mut outcomes = Vec::new();
-    let inputs = seeds.iter().map(|(n, s)| (n.clone(), s.clone())).chain((0..mutations).map(|i| {
-        let (seed_name, seed) = &seeds[r.below(seeds.len())];
-        (format!("mutation {i} of {seed_name}"), mutate(&mut r, seed, &seeds))
-    }));
+    let mut plan: Vec<&(String, Vec<u8>)> = Vec::new();
+    for (n, from) in [(mutations, &light_seeds), (heavy_mutations, &heavy_seeds)] {
+        for _ in 0..n {
+            plan.extend(from.get(r.below(from.len())).copied());
+        }
+    }
+    let inputs = seeds.iter().map(|(n, s)| (n.clone(), s.clone())).chain(
+        plan.into_iter().enumerate().map(|(i, (seed_name, seed))| (format!("mutation {i} of {seed_name}"), mutate(&mut r, seed, &seeds))),
+    );
     for (what, input) in inputs {
         match catch_unwind(AssertUnwindSafe(|| target(&input))) {
             Ok(out) => outcomes.push(Some(out)),
@@ -114,7 +166,7 @@ fn run<T>(name: &str, target: impl Fn(&[u8]) -> T, mutations: usize) -> Vec<Opti
         }
     }
     assert!(failures.is_empty(), "{name}: {} of {} inputs failed:\n{}", failures.len(), outcomes.len(), failures.join("\n"));
-    outcomes
+    Some(outcomes)
 }
 
 /// What a decoder target's inputs did: the largest output both decoded, and how many both
@@ -129,7 +181,7 @@ const LARGE_PAGE: usize = 4 << 20;
 
 #[test]
 fn the_streamed_snappy_reader_agrees_with_snap_on_seeds_and_mutations() {
-    let outcomes = run("snappy", targets::snappy, 2000);
+    let Some(outcomes) = run("the_streamed_snappy_reader_agrees_with_snap_on_seeds_and_mutations", "snappy", targets::snappy, 2000, 40) else { return };
     let (largest, rejected) = summary(&outcomes);
     assert!(largest > LARGE_PAGE, "no input decoded above the streaming threshold (largest {largest})");
     assert!(rejected > 0, "no input was rejected");
@@ -137,7 +189,7 @@ fn the_streamed_snappy_reader_agrees_with_snap_on_seeds_and_mutations() {
 
 #[test]
 fn the_streamed_lz4_reader_agrees_with_lz4_flex_on_seeds_and_mutations() {
-    let outcomes = run("lz4", targets::lz4, 2000);
+    let Some(outcomes) = run("the_streamed_lz4_reader_agrees_with_lz4_flex_on_seeds_and_mutations", "lz4", targets::lz4, 2000, 40) else { return };
     let (largest, rejected) = summary(&outcomes);
     assert!(largest > LARGE_PAGE, "no input decoded above the streaming threshold (largest {largest})");
     assert!(rejected > 0, "no input was rejected");
@@ -145,7 +197,7 @@ fn the_streamed_lz4_reader_agrees_with_lz4_flex_on_seeds_and_mutations() {
 
 #[test]
 fn the_spill_frame_reader_reads_back_runs_and_survives_damaged_ones() {
-    let outcomes = run("spill_frames", targets::spill_frames, 1500);
+    let Some(outcomes) = run("the_spill_frame_reader_reads_back_runs_and_survives_damaged_ones", "spill_frames", targets::spill_frames, 600, 0) else { return };
     let read = outcomes.iter().flatten().filter(|o| **o == Some(true)).count();
     let rejected = outcomes.iter().flatten().filter(|o| **o == Some(false)).count();
     assert!(read > 0 && rejected > 0, "{read} runs read back, {rejected} rejected");
@@ -153,7 +205,7 @@ fn the_spill_frame_reader_reads_back_runs_and_survives_damaged_ones() {
 
 #[test]
 fn deletion_vectors_read_as_roaring_and_the_spec_read_them() {
-    let outcomes = run("puffin", targets::puffin, 3000);
+    let Some(outcomes) = run("deletion_vectors_read_as_roaring_and_the_spec_read_them", "puffin", targets::puffin, 3000, 0) else { return };
     let (largest, rejected) = summary(&outcomes);
     assert!(largest > 0 && rejected > 0, "largest vector read {largest}, {rejected} rejected");
 }
