@@ -169,7 +169,7 @@ const READ_SIZES: [usize; 8] = [1, 3, 64, 4096, 65536, 1 << 20, 7, 1000];
 
 /// A large stream (`encode` of `text(seed, len)`) made once for a seed and size and reused while
 /// the fuzzer mutates only the edits.
-fn cached(slot: &'static std::thread::LocalKey<RefCell<Option<(u64, usize, Vec<u8>)>>>, seed: u64, len: usize, encode: fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+fn cached(slot: &'static std::thread::LocalKey<RefCell<Option<Large>>>, seed: u64, len: usize, encode: fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
     slot.with(|c| {
         let mut c = c.borrow_mut();
         match c.as_ref() {
@@ -183,9 +183,12 @@ fn cached(slot: &'static std::thread::LocalKey<RefCell<Option<(u64, usize, Vec<u
     })
 }
 
+/// A large stream made: its seed, its decoded size, its bytes.
+type Large = (u64, usize, Vec<u8>);
+
 thread_local! {
-    static SNAPPY_LARGE: RefCell<Option<(u64, usize, Vec<u8>)>> = const { RefCell::new(None) };
-    static LZ4_LARGE: RefCell<Option<(u64, usize, Vec<u8>)>> = const { RefCell::new(None) };
+    static SNAPPY_LARGE: RefCell<Option<Large>> = const { RefCell::new(None) };
+    static LZ4_LARGE: RefCell<Option<Large>> = const { RefCell::new(None) };
 }
 
 /// Where two decodings first differ.
@@ -232,7 +235,13 @@ pub fn check_snappy(stream: &[u8], chunk: usize) -> Option<usize> {
     };
     match (ours, theirs) {
         (Ok(a), Ok(b)) => {
-            assert!(a == b, "snappy: {} bytes decoded, snap decodes {}; first difference at byte {}", a.len(), b.len(), first_difference(&a, &b));
+            assert!(
+                a == b,
+                "snappy: {} bytes decoded, snap decodes {}; first difference at byte {}",
+                a.len(),
+                b.len(),
+                first_difference(&a, &b)
+            );
             Some(a.len())
         }
         (Err(_), Err(_)) => None,
@@ -365,7 +374,13 @@ pub fn check_lz4(block: &[u8], declared: usize, chunk: usize) -> Option<usize> {
     };
     match (ours, theirs) {
         (Ok(a), Ok(b)) => {
-            assert!(a == b, "lz4: {} bytes decoded, lz4_flex decodes {}; first difference at byte {}", a.len(), b.len(), first_difference(&a, &b));
+            assert!(
+                a == b,
+                "lz4: {} bytes decoded, lz4_flex decodes {}; first difference at byte {}",
+                a.len(),
+                b.len(),
+                first_difference(&a, &b)
+            );
             Some(a.len())
         }
         (Err(_), Err(_)) => None,
