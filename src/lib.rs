@@ -21,6 +21,9 @@ pub mod divert;
 pub mod encode;
 pub mod error;
 pub mod frames;
+/// Entry points for the differential fuzz targets (`fuzz/`, `tests/differential.rs`).
+#[cfg(feature = "test-hooks")]
+pub mod fuzzing;
 pub mod gate;
 pub mod gather;
 pub mod group;

@@ -1,0 +1,10 @@
+//! Fuzz target `lz4`: `targets::lz4` (see `fuzz/targets.rs`) under libFuzzer.
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../targets.rs"]
+mod targets;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    targets::lz4(data);
+});

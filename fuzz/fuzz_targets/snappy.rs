@@ -1,0 +1,10 @@
+//! Fuzz target `snappy`: `targets::snappy` (see `fuzz/targets.rs`) under libFuzzer.
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../targets.rs"]
+mod targets;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    targets::snappy(data);
+});
