@@ -54,13 +54,18 @@ pub fn write_run(schema: &SchemaRef, chunks: &[RecordBatch], chunk_bytes: usize)
     Ok(bytes)
 }
 
+/// The largest decompressed frame `read_run` accepts.
+const MAX_FRAME: usize = 16 << 20;
+
 /// The chunks a run file of `bytes` holds, read back as a merge reads them (`RunReader`), the
 /// run declared to hold `rows` rows.
 pub fn read_run(bytes: &[u8], rows: u64) -> crate::Result<Vec<RecordBatch>> {
     let path = PathBuf::from("fuzz-run.arrow.tmp");
     let mut file = memory_file().map_err(|e| crate::CompactError::io(&path, &e))?;
     file.write_all(bytes).and_then(|_| file.seek(SeekFrom::Start(0))).map_err(|e| crate::CompactError::io(&path, &e))?;
-    let mut reader = RunReader::new(file, None, Schemas::default(), path, rows);
+    // a frame of arbitrary bytes may declare any size: at most what a run's chunks take in a
+    // call of the default batchBytes, as a merge's reader is told by its run
+    let mut reader = RunReader::new(file, None, Schemas::default(), path, rows, bytes.len() as u64, MAX_FRAME);
     let mut chunks = Vec::new();
     while let Some(chunk) = reader.next_chunk()? {
         chunks.push(chunk);

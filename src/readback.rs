@@ -173,13 +173,19 @@ impl RunReader {
             }
             MessageHeader::DictionaryBatch => {
                 let batch = message.header_as_dictionary_batch().ok_or_else(|| damaged("a damaged dictionary"))?;
-                read_dictionary(&body, batch, schema()?.as_ref(), &mut self.dictionaries, &version)
+                let schema = schema()?;
+                // arrow-ipc does not check a damaged message's buffer offsets against its body: it
+                // panics slicing them (a run file changed on disk), contained as a damaged file
+                crate::contain::contain(|| read_dictionary(&body, batch, schema.as_ref(), &mut self.dictionaries, &version))
+                    .map_err(|panic| damaged(&panic))?
                     .map_err(|e| ipc_error(&self.path, e))?;
                 None
             }
             MessageHeader::RecordBatch => {
                 let batch = message.header_as_record_batch().ok_or_else(|| damaged("a damaged chunk"))?;
-                Some(read_record_batch(&body, batch, schema()?, &self.dictionaries, None, &version).map_err(|e| ipc_error(&self.path, e))?)
+                let schema = schema()?;
+                let read = crate::contain::contain(|| read_record_batch(&body, batch, schema, &self.dictionaries, None, &version));
+                Some(read.map_err(|panic| damaged(&panic))?.map_err(|e| ipc_error(&self.path, e))?)
             }
             other => return Err(damaged(&format!("an unexpected message ({other:?})"))),
         };

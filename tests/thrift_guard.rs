@@ -8,7 +8,9 @@
 //! strict reader refuses what parquet-rs reads, it is stricter (a field repeated, another wire
 //! type): both are counted and printed, neither is a disagreement.
 //!
-//! `GENCOMPACT_THRIFT_CASES` sets the mutations per seed (default 400).
+//! `GENCOMPACT_THRIFT_CASES` sets the mutations per seed (default 400);
+//! `GENCOMPACT_THRIFT_SEEDS=<dir>` writes the seeds there as the `thrift` fuzz target takes them
+//! (`fuzz/seeds/thrift`: a first byte even for a footer, odd for a page header).
 
 mod thrift_check;
 
@@ -71,6 +73,15 @@ fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 fn the_strict_reader_and_parquet_rs_agree_on_footers() {
     let mut tally = Tally::default();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    if let Ok(dir) = std::env::var("GENCOMPACT_THRIFT_SEEDS") {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, seed) in footer_seeds().iter().enumerate() {
+            std::fs::write(format!("{dir}/footer-{i}"), [&[0u8][..], seed].concat()).unwrap();
+        }
+        for (i, (_, seed)) in page_seeds().iter().enumerate() {
+            std::fs::write(format!("{dir}/page-{i}"), [&[(2 * i + 1) as u8][..], seed].concat()).unwrap();
+        }
+    }
     for seed in footer_seeds() {
         assert_eq!(footer_error(&seed), None, "a footer parquet-rs wrote is refused");
         tally.add(check_footer(&seed));
