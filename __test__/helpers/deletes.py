@@ -672,8 +672,12 @@ def big_position_deletes(req):
         pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_ID).encode()}),
     ])
     pos = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
-    table = pa.table({"file_path": pa.repeat(pa.scalar(req["location"]), n), "pos": pos}, schema=schema)
-    pq.write_table(table, req["path"], row_group_size=1 << 20, use_dictionary=["file_path"],
+    # (file_path as a dictionary array, so that 30M copies of a long location need no 2^31 bytes of
+    # offsets; without the Arrow schema stored it is a plain string column in the file)
+    paths = pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([req["location"]]))
+    table = pa.Table.from_arrays([paths, pos], names=["file_path", "pos"])
+    table = table.cast(pa.schema([schema.field("file_path").with_type(pa.dictionary(pa.int32(), pa.string())), schema.field("pos")]))
+    pq.write_table(table, req["path"], row_group_size=1 << 20, use_dictionary=["file_path"], store_schema=False,
                    column_encoding={"pos": "DELTA_BINARY_PACKED"}, compression="zstd")
     return {"rows": n, "bytes": os.path.getsize(req["path"])}
 
