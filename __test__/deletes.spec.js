@@ -411,8 +411,10 @@ describe('crafted deletion vectors (tests/corpus-deletes, written by its make.py
 describe('an abort while a big delete file loads', () => {
   // The call runs in a child (the test-only notes are read from the real environment, which jest
   // sandboxes); the child aborts 300 ms after the `plan` progress event, while the deletes stage
-  // is decoding a position-delete file of 30M positions in batches of 4,096 rows. With
-  // GENCOMPACT_TEST_NOTES the stage says on stderr how many delete-file rows it had read when it ended.
+  // is loading: a position-delete file of 30M positions (decoded in batches of 4,096 rows), or
+  // 1,000 deletion vectors of 65,536 run containers each (the crafted 926 KB one, listed 1,000
+  // times: before the vectors were joined as bitmaps, the first alone took minutes and the abort
+  // was ignored). With GENCOMPACT_TEST_NOTES the stage says on stderr how far it got when it ended.
   const SCRIPT = `
     const { compactGeneration } = require(process.argv[1])
     const { files, opts, afterMs } = JSON.parse(process.argv[2])
@@ -427,27 +429,43 @@ describe('an abort while a big delete file loads', () => {
       e => console.log(JSON.stringify({ outcome: 'rejected', code: e.code, latencyMs: abortedAt === undefined ? null : performance.now() - abortedAt })))
   `
   const ROWS = 30_000_000
+  const VECTORS = 1000
+  const CORPUS = path.join(__dirname, '..', 'tests', 'corpus-deletes')
 
-  test('rejects ERR_ABORTED before the delete set finished loading, nothing left', () => {
-    const big = path.join(tmp, 'big-positions.parquet')
-    const made = py('bigPositionDeletes', { path: big, location: data[0].location, rows: ROWS })
-    expect(made.rows).toBe(ROWS)
+  /** Runs the call in the child; returns [delete-file rows, vectors] the stage had read when it stopped. */
+  function abortInChild(files, opts) {
     const outDir = existingOutDir(tmp)
-    const files = [{ path: data[0].path, location: data[0].location, deletes: [{ kind: 'position', path: big }] }]
     const r = require('child_process').spawnSync(process.execPath,
-      ['-e', SCRIPT, path.join(__dirname, '..'), JSON.stringify({ files, opts: { outDir, batchRows: 4096 }, afterMs: 300 })],
-      { env: { ...process.env, GENCOMPACT_TEST_NOTES: '1' }, encoding: 'utf8' })
+      ['-e', SCRIPT, path.join(__dirname, '..'), JSON.stringify({ files, opts: { outDir, ...opts }, afterMs: 300 })],
+      { env: { ...process.env, GENCOMPACT_TEST_NOTES: '1' }, encoding: 'utf8', timeout: 120_000 })
     const outcome = JSON.parse(r.stdout.trim().split('\n').pop())
     const notes = r.stderr.split('\n').filter(l => l.startsWith('gencompact-test: deletes'))
     console.log(`abort while loading deletes: ${JSON.stringify(outcome)}; ${notes.join('; ')}`)
     expect(outcome).toMatchObject({ outcome: 'rejected', code: 'ERR_ABORTED' })
-    // the deletes stage itself ended on the abort, part-way through the file
-    expect(notes).toHaveLength(1)
-    const m = /^gencompact-test: deletes stopped \(ERR_ABORTED\) after (\d+) delete-file rows$/.exec(notes[0])
-    expect(m).not.toBeNull()
-    const read = Number(m[1])
-    expect(read).toBeGreaterThan(0)
-    expect(read).toBeLessThan(ROWS)
     expectForeignFileKept(outDir)
+    // the deletes stage itself ended on the abort, part-way through
+    expect(notes).toHaveLength(1)
+    const m = /^gencompact-test: deletes stopped \(ERR_ABORTED\) after (\d+) delete-file rows and (\d+) deletion vectors$/.exec(notes[0])
+    expect(m).not.toBeNull()
+    return [Number(m[1]), Number(m[2])]
+  }
+
+  test('in a position-delete file: rejects ERR_ABORTED before the file is read, nothing left', () => {
+    const big = path.join(tmp, 'big-positions.parquet')
+    expect(py('bigPositionDeletes', { path: big, location: data[0].location, rows: ROWS }).rows).toBe(ROWS)
+    const [rows, vectors] = abortInChild([{ path: data[0].path, location: data[0].location, deletes: [{ kind: 'position', path: big }] }], { batchRows: 4096 })
+    expect(rows).toBeGreaterThan(0)
+    expect(rows).toBeLessThan(ROWS)
+    expect(vectors).toBe(0)
+  })
+
+  test('among huge deletion vectors: rejects ERR_ABORTED before they are all joined, nothing left', () => {
+    const cases = JSON.parse(fs.readFileSync(path.join(CORPUS, 'cases.json'), 'utf8'))
+    const c = cases.cases.find(x => x.file === 'dv-65536-full-runs.puffin')
+    const dv = { kind: 'deletion-vector', path: path.join(CORPUS, c.file), offset: c.offset, length: c.length }
+    const files = [{ path: path.join(CORPUS, cases.data), location: cases.location, deletes: Array(VECTORS).fill(dv) }]
+    const [rows, vectors] = abortInChild(files, {})
+    expect(rows).toBe(0)
+    expect(vectors).toBeLessThan(VECTORS)
   })
 })

@@ -90,19 +90,29 @@ impl DeleteIndex {
             keys: (RandomState::new(), RandomState::new()),
             memory: plan.memory.reservation(),
         };
-        let mut rows_read = 0u64;
-        let loaded = index.load_all(plan, limits, cancel, &mut rows_read);
+        let (mut rows_read, mut vectors_read) = (0u64, 0u64);
+        let loaded = index.load_all(plan, limits, cancel, &mut rows_read, &mut vectors_read);
         crate::testhooks::note(|| match &loaded {
-            Ok(()) => format!("deletes loaded: {rows_read} delete-file rows, {} bytes held", index.memory.bytes()),
-            Err(e) => format!("deletes stopped ({}) after {rows_read} delete-file rows", e.code()),
+            Ok(()) => format!(
+                "deletes loaded: {rows_read} delete-file rows and {vectors_read} deletion vectors, {} bytes held",
+                index.memory.bytes()
+            ),
+            Err(e) => format!("deletes stopped ({}) after {rows_read} delete-file rows and {vectors_read} deletion vectors", e.code()),
         });
         loaded?;
         Ok(Some(index))
     }
 
     /// `load`'s work: every delete source of every input into the index; `rows_read` counts
-    /// the delete-file rows decoded so far.
-    fn load_all(&mut self, plan: &Plan, limits: &ReadLimits, cancel: &AtomicBool, rows_read: &mut u64) -> Result<()> {
+    /// the delete-file rows decoded so far, `vectors_read` the deletion vectors joined.
+    fn load_all(
+        &mut self,
+        plan: &Plan,
+        limits: &ReadLimits,
+        cancel: &AtomicBool,
+        rows_read: &mut u64,
+        vectors_read: &mut u64,
+    ) -> Result<()> {
         let index = self;
         // Each position file: the inputs that list it, by location.
         let mut position_files: Vec<(PathBuf, HashMap<String, Vec<usize>>)> = Vec::new();
@@ -128,6 +138,7 @@ impl DeleteIndex {
                         check_cancel(cancel)?;
                         let (bitmap, held) = vectors.read(path, *offset, *length, &input.location, limits, &plan.memory, cancel)?;
                         index.join(i, bitmap, held);
+                        *vectors_read += 1;
                     }
                     DeleteSource::Equality { path, field_ids } => {
                         let k = match equality_files.iter().position(|(p, ids)| p == path && ids == field_ids) {
