@@ -30,7 +30,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::ProjectionMask;
 use parquet::schema::types::Type;
 use roaring::RoaringTreemap;
@@ -476,8 +476,11 @@ fn read_delete_file(
     declared: &dyn Fn(u64) -> Result<()>,
     mut sink: impl FnMut(&RecordBatch, &[usize]) -> Result<()>,
 ) -> Result<()> {
-    let file = open_input(path, limits.page_cap)?;
+    // (through the guard as every data file: the footer's checks, then each page header's, and
+    // the pages its readers hold accounted)
+    let mut file = open_input(path, limits.page_cap)?;
     let own = load_metadata(path, &file, None)?;
+    file.account_pages(memory);
     let descr = own.metadata().file_metadata().schema_descr_ptr();
     let fields = descr.root_schema().get_fields();
     let picked = select(fields);
@@ -512,14 +515,13 @@ fn read_delete_file(
             continue;
         }
         let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, Some(&leaves), &Default::default()), limits).min(rows);
+        // The pages of the row group before are gone; this one's are accounted as they are read.
+        file.release_pages();
         let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
-            .with_row_groups(vec![rg_index])
-            .with_projection(ProjectionMask::roots(&descr, sorted.iter().copied()))
-            .with_batch_size(batch_size)
-            .build()
+        // (its column chunks as `chunks` hands them over, as the read stage reads data files)
+        let mask = ProjectionMask::roots(&descr, sorted.iter().copied());
+        let mut reader = crate::chunks::record_reader(handle, &meta, rg_index, mask, batch_size, None)
             .map_err(|e| CompactError::corrupt(path, None, e))?;
-        let mut reader = reader;
         loop {
             check_cancel(cancel)?;
             let batch = match crate::contain::contain(|| reader.next()) {
