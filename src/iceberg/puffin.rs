@@ -161,7 +161,7 @@ pub fn reserve(held: &mut Reservation, bytes: usize, path: &Path, what: &str) ->
     let accountant = held.accountant();
     let others = accountant.used().saturating_sub(held.bytes());
     Err(CompactError::InvalidOptions(format!(
-        "batchBytes: {what} of {} needs {bytes} bytes of memory, and the call's bound (3 × batchBytes + 64 MiB = {} bytes) \
+        "batchBytes: {what} of {} would take {bytes} bytes of memory, and the call's bound (3 × batchBytes + 64 MiB = {} bytes) \
          leaves {} beside what the call holds already: raise batchBytes",
         path.display(),
         accountant.limit(),
