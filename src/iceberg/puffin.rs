@@ -84,6 +84,7 @@ impl VectorFiles {
     /// the data file at `location`, and the reservation of `memory` that accounts them
     /// (`heap_bytes`). `Err(Aborted)` once `cancel` is set; a blob that would not fit the
     /// call's bound is `ERR_INVALID_OPTIONS` (see `reserve`).
+    #[allow(clippy::too_many_arguments)]
     pub fn read(
         &mut self,
         path: &Path,
@@ -393,7 +394,7 @@ mod tests {
         full.insert_range(0..1 << 32);
         // 65,536 run containers of one run: 6 bytes serialized + 8 of header + the container each
         let bytes = heap_bytes(&full);
-        assert!(bytes >= 65_536 * (6 + CONTAINER_BYTES) && bytes < 65_536 * 100, "{bytes}");
+        assert!((65_536 * (6 + CONTAINER_BYTES)..65_536 * 100).contains(&bytes), "{bytes}");
         let sparse: RoaringTreemap = [0u64, u32::MAX as u64, 1 << 40].into_iter().collect();
         assert!(heap_bytes(&sparse) < 3 * (KEY_BYTES + CONTAINER_BYTES + 64), "{}", heap_bytes(&sparse));
         let dense: RoaringTreemap = (0..1_000_000u64).step_by(2).collect();
