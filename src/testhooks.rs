@@ -11,6 +11,8 @@
 //!   has its final name, the others not) it says so on stderr and sleeps, to be killed there.
 //! - `GENCOMPACT_TEST_FAULT=drop-row|alter-row|panic`: a fault injected after the rows were
 //!   digested (`verify::Fault`).
+//! - `GENCOMPACT_TEST_NOTES=1`: stages say on stderr how far they got (`note`), for tests that
+//!   must tell where a call ended (the deletes stage: rows loaded when it ended or was aborted).
 //! - `GENCOMPACT_TEST_DISK_BYTES=n`: the data files of the process may take `n` bytes in all;
 //!   a write past them fails as a full disk does (ENOSPC), with no file system to mount.
 //!
@@ -104,3 +106,16 @@ pub fn fault() -> Option<String> {
 pub fn fault() -> Option<String> {
     None
 }
+
+/// With `GENCOMPACT_TEST_NOTES` set, says `message()` on stderr ("gencompact-test: ...").
+#[cfg(feature = "test-hooks")]
+pub fn note(message: impl FnOnce() -> String) {
+    if std::env::var_os("GENCOMPACT_TEST_NOTES").is_some() {
+        eprintln!("gencompact-test: {}", message());
+    }
+}
+
+/// Release builds: says nothing.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn note(_message: impl FnOnce() -> String) {}

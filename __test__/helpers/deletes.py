@@ -41,6 +41,11 @@ ops:
       from the `dataFile` records compactGeneration returned: its manifest entries and its scan.
   selfcheck {dir}
       build, then DuckDB's expectations against every pyiceberg scan of `build` (they must agree).
+  crafted {data, puffin, offset, length, outputs}
+      A crafted deletion vector (tests/corpus-deletes) as pyroaring decodes it (or refuses it),
+      the data file's surviving rows by pyarrow, and the outputs' rows by pyarrow.
+  bigPositionDeletes {path, location, rows}
+      A large, small-on-disk position-delete file (for the abort-while-loading test).
 
 Row digest: every column of a row as a JSON array (timestamps as µs, dates as days), lines sorted,
 sha256 of the lines joined by newlines. Digests compare row multisets.
@@ -636,7 +641,49 @@ def selfcheck(req):
     return report
 
 
-OPS = {"build": build, "expect": expect, "check": check, "selfcheck": selfcheck}
+# ---------------------------------------------------------------- crafted vectors, big delete files
+
+def crafted(req):
+    """{data, puffin, offset, length, outputs}: the blob as pyroaring (CRoaring) decodes it —
+    `rejects` when it refuses the vector, else the data file's rows (column n, as pyarrow reads
+    them) whose positions it does not hold — and the outputs' n values as pyarrow reads them."""
+    from pyroaring import BitMap64
+    with open(req["puffin"], "rb") as f:
+        f.seek(req["offset"])
+        raw = f.read(req["length"])
+    (n,) = struct.unpack(">I", raw[:4])
+    assert raw[4:8] == DV_MAGIC and len(raw) == n + 8, "not a deletion-vector-v1 blob"
+    try:
+        bm = BitMap64.deserialize(raw[8:4 + n])
+    except Exception as e:  # CRoaring refuses the bytes
+        return {"pyroaring": "rejects", "why": str(e)}
+    rows = pq.read_table(req["data"]).column("n").to_pylist()
+    survivors = sorted(v for pos, v in enumerate(rows) if pos not in bm)
+    got = sorted(v for out in req.get("outputs", []) for v in pq.read_table(out).column("n").to_pylist())
+    return {"pyroaring": "reads", "cardinality": len(bm), "expected": survivors, "got": got}
+
+
+def big_position_deletes(req):
+    """{path, location, rows}: a position-delete file of `rows` positions 0.. of `location` (pos
+    DELTA_BINARY_PACKED, file_path dictionary-encoded: a few hundred KB), row groups of 1M rows."""
+    n = req["rows"]
+    schema = pa.schema([
+        pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(FILE_PATH_ID).encode()}),
+        pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_ID).encode()}),
+    ])
+    pos = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
+    # (file_path as a dictionary array, so that 30M copies of a long location need no 2^31 bytes of
+    # offsets; without the Arrow schema stored it is a plain string column in the file)
+    paths = pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([req["location"]]))
+    table = pa.Table.from_arrays([paths, pos], names=["file_path", "pos"])
+    table = table.cast(pa.schema([schema.field("file_path").with_type(pa.dictionary(pa.int32(), pa.string())), schema.field("pos")]))
+    pq.write_table(table, req["path"], row_group_size=1 << 20, use_dictionary=["file_path"], store_schema=False,
+                   column_encoding={"pos": "DELTA_BINARY_PACKED"}, compression="zstd")
+    return {"rows": n, "bytes": os.path.getsize(req["path"])}
+
+
+OPS = {"build": build, "expect": expect, "check": check, "selfcheck": selfcheck, "crafted": crafted,
+       "bigPositionDeletes": big_position_deletes}
 
 if __name__ == "__main__":
     request = json.load(sys.stdin)

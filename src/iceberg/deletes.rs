@@ -3,15 +3,26 @@
 //! files — loaded once per call into what the read stage checks each row against, so a
 //! compaction never brings back a row the table deleted.
 //!
+//! Deletion vectors are joined to an input's positions as bitmaps (container by container,
+//! never position by position), so a vector's cost is that of its containers, not of the
+//! positions it covers. Every loop over a delete file (its batches, a vector's keys) checks the
+//! call's cancel flag.
+//!
 //! Memory: deleted positions in compressed 64-bit Roaring bitmaps, one per input that has any;
-//! equality-delete rows as one 128-bit hash each (as dedupe keeps its keys). Delete files are
-//! decoded in batches bounded like data batches, each file once however many inputs share it.
+//! equality-delete rows as one 128-bit hash each (as dedupe keeps its keys), in a hash set
+//! sized once from the file's declared rows. Both are reserved from the call's accountant
+//! (bitmaps as `puffin::heap_bytes` models them, hash sets as their table's bytes) before they
+//! grow, and stay reserved while the call runs, so `peakMemoryBytes` covers them; a delete set
+//! that would not fit the call's bound is `ERR_INVALID_OPTIONS` (`puffin::reserve`). Delete
+//! files are decoded in batches bounded like data batches (accounted while held), each file
+//! once however many inputs share it.
 
-use crate::budget::{estimate_row_bytes, rows_per_batch, ReadLimits};
+use crate::budget::{decoded_size, estimate_row_bytes, rows_per_batch, ReadLimits};
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::iceberg::input::DeleteSource;
-use crate::iceberg::puffin;
+use crate::iceberg::puffin::{self, heap_bytes, reserve};
+use crate::memory::{Accountant, Reservation};
 use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
 use crate::unify::widen_array;
 use arrow_array::cast::AsArray;
@@ -19,7 +30,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::ProjectionMask;
 use parquet::schema::types::Type;
 use roaring::RoaringTreemap;
@@ -34,6 +45,11 @@ use std::sync::Arc;
 const FILE_PATH_ID: i32 = 2147483546;
 const POS_ID: i32 = 2147483545;
 
+/// The most bytes one position inserted into a bitmap can add by `puffin::heap_bytes`' model
+/// (a new key, a new container, its value and header): reserved per position of a batch
+/// before the batch is inserted, then trimmed to what the bitmaps hold.
+const POSITION_BYTES: usize = 64 + 48 + 2 + 8;
+
 /// The rows of one equality-delete file, as hashes of their key columns encoded like the data's.
 struct EqualitySet {
     /// Top-level column names (in the plan's schema) the keys are made of.
@@ -42,14 +58,21 @@ struct EqualitySet {
     hashes: HashSet<u128>,
 }
 
+/// The two seeds of the 128-bit row hashes.
+type Keys = (RandomState, RandomState);
+
 /// What the read stage checks rows against.
 pub struct DeleteIndex {
     /// Per input: deleted row positions (position files and deletion vectors together).
     positions: Vec<Option<RoaringTreemap>>,
+    /// Per input: the bytes of `positions` accounted in `memory` (`puffin::heap_bytes`).
+    position_bytes: Vec<usize>,
     equality: Vec<EqualitySet>,
     /// Per input: the equality sets that apply to it.
     by_input: Vec<Vec<usize>>,
-    keys: (RandomState, RandomState),
+    keys: Keys,
+    /// The bitmaps and hash sets above, reserved from the call's accountant while the index lives.
+    memory: Reservation,
 }
 
 impl DeleteIndex {
@@ -61,10 +84,36 @@ impl DeleteIndex {
         let n = plan.inputs.len();
         let mut index = DeleteIndex {
             positions: vec![None; n],
+            position_bytes: vec![0; n],
             equality: Vec::new(),
             by_input: vec![Vec::new(); n],
             keys: (RandomState::new(), RandomState::new()),
+            memory: plan.memory.reservation(),
         };
+        let (mut rows_read, mut vectors_read) = (0u64, 0u64);
+        let loaded = index.load_all(plan, limits, cancel, &mut rows_read, &mut vectors_read);
+        crate::testhooks::note(|| match &loaded {
+            Ok(()) => format!(
+                "deletes loaded: {rows_read} delete-file rows and {vectors_read} deletion vectors, {} bytes held",
+                index.memory.bytes()
+            ),
+            Err(e) => format!("deletes stopped ({}) after {rows_read} delete-file rows and {vectors_read} deletion vectors", e.code()),
+        });
+        loaded?;
+        Ok(Some(index))
+    }
+
+    /// `load`'s work: every delete source of every input into the index; `rows_read` counts
+    /// the delete-file rows decoded so far, `vectors_read` the deletion vectors joined.
+    fn load_all(
+        &mut self,
+        plan: &Plan,
+        limits: &ReadLimits,
+        cancel: &AtomicBool,
+        rows_read: &mut u64,
+        vectors_read: &mut u64,
+    ) -> Result<()> {
+        let index = self;
         // Each position file: the inputs that list it, by location.
         let mut position_files: Vec<(PathBuf, HashMap<String, Vec<usize>>)> = Vec::new();
         let mut vectors = puffin::VectorFiles::default();
@@ -87,15 +136,17 @@ impl DeleteIndex {
                     }
                     DeleteSource::Vector { path, offset, length } => {
                         check_cancel(cancel)?;
-                        let bitmap = vectors.read(path, *offset, *length, &input.location, limits)?;
-                        index.positions[i].get_or_insert_with(RoaringTreemap::new).extend(bitmap.iter());
+                        let (bitmap, held) = vectors.read(path, *offset, *length, &input.location, limits, &plan.memory, cancel)?;
+                        index.join(i, bitmap, held);
+                        *vectors_read += 1;
                     }
                     DeleteSource::Equality { path, field_ids } => {
                         let k = match equality_files.iter().position(|(p, ids)| p == path && ids == field_ids) {
                             Some(k) => k,
                             None => {
                                 check_cancel(cancel)?;
-                                let set = index.read_equality(plan, path, field_ids, limits, cancel)?;
+                                let memory = &mut index.memory;
+                                let set = read_equality(plan, path, field_ids, limits, cancel, &index.keys, memory, rows_read)?;
                                 index.equality.push(set);
                                 equality_files.push((path.clone(), field_ids.clone()));
                                 index.equality.len() - 1
@@ -109,9 +160,26 @@ impl DeleteIndex {
             }
         }
         for (path, targets) in &position_files {
-            read_positions(path, targets, &mut index.positions, limits, cancel)?;
+            read_positions(path, targets, index, limits, &plan.memory, cancel, rows_read)?;
         }
-        Ok(Some(index))
+        Ok(())
+    }
+
+    /// Joins `bitmap` (accounted by `held`) to input `input`'s deleted positions, as bitmaps.
+    fn join(&mut self, input: usize, bitmap: RoaringTreemap, held: Reservation) {
+        let (Some(slot), Some(bytes)) = (self.positions.get_mut(input), self.position_bytes.get_mut(input)) else { return };
+        // (the union holds at most both: roaring joins container by container, a run joined
+        // with a bitmap container becoming one bitmap container)
+        let before = *bytes + held.bytes();
+        self.memory.merge(held);
+        match slot {
+            Some(b) => *b |= bitmap,
+            None => *slot = Some(bitmap),
+        }
+        let after = slot.as_ref().map(heap_bytes).unwrap_or(0);
+        *bytes = after;
+        let total = (self.memory.bytes() + after).saturating_sub(before);
+        self.memory.resize(total);
     }
 
     /// Top-level columns (names in the plan's schema) that must be decoded to check `input`'s
@@ -171,67 +239,126 @@ impl DeleteIndex {
     }
 
     fn hash(&self, bytes: &[u8]) -> u128 {
-        (u128::from(self.keys.0.hash_one(bytes)) << 64) | u128::from(self.keys.1.hash_one(bytes))
+        hash(&self.keys, bytes)
     }
+}
 
-    /// Reads an equality-delete file: its columns with `field_ids`, matched to the data's
-    /// top-level columns by field id (by name where a file carries no field ids).
-    fn read_equality(&self, plan: &Plan, path: &Path, field_ids: &[i32], limits: &ReadLimits, cancel: &AtomicBool) -> Result<EqualitySet> {
-        let data_fields = plan.parquet_schema.root_schema().get_fields();
-        let mut columns = Vec::with_capacity(field_ids.len());
-        let mut targets: Vec<DataType> = Vec::with_capacity(field_ids.len());
-        for id in field_ids {
-            let root = data_fields.iter().position(|f| has_id(f, *id)).ok_or_else(|| {
-                CompactError::InvalidOptions(format!(
-                    "equality deletes {}: field id {id} is not a top-level column of the inputs",
-                    path.display()
-                ))
-            })?;
-            let field = plan.arrow_schema.field(root);
-            if !data_fields[root].is_primitive() {
-                return Err(CompactError::InvalidOptions(format!(
-                    "equality deletes {}: field id {id} ('{}') is not a primitive column",
-                    path.display(),
-                    field.name()
-                )));
-            }
-            columns.push(field.name().clone());
-            targets.push(field.data_type().clone());
-        }
-        let converter = RowConverter::new(targets.iter().cloned().map(SortField::new).collect())
-            .map_err(|e| CompactError::InvalidOptions(format!("equality deletes {}: {e}", path.display())))?;
-        let mut set = EqualitySet { columns, converter, hashes: HashSet::new() };
-        let names: Vec<String> = set.columns.clone();
-        let select = |fields: &[Arc<Type>]| -> Vec<Option<usize>> {
-            field_ids
-                .iter()
-                .zip(&names)
-                .map(|(id, name)| {
-                    let any_ids = fields.iter().any(|f| f.get_basic_info().has_id());
-                    fields.iter().position(|f| if any_ids { has_id(f, *id) } else { f.name() == name })
-                })
-                .collect()
-        };
-        read_delete_file(path, &select, limits, cancel, |batch, found| {
-            let mut arrays = Vec::with_capacity(found.len());
-            for ((col, target), name) in found.iter().zip(&targets).zip(&names) {
-                let a = batch.column(*col);
-                arrays.push(cast_to(a, target).ok_or_else(|| {
-                    CompactError::corrupt(
-                        path,
-                        Some(name.clone()),
-                        format!("equality-delete column of type {} cannot compare with the data's {target}", a.data_type()),
-                    )
-                })?);
-            }
-            let rows = set.converter.convert_columns(&arrays).map_err(|e| CompactError::corrupt(path, None, e))?;
-            for row in rows.iter() {
-                set.hashes.insert(self.hash(row.as_ref()));
-            }
-            Ok(())
-        })?;
-        Ok(set)
+fn hash(keys: &Keys, bytes: &[u8]) -> u128 {
+    (u128::from(keys.0.hash_one(bytes)) << 64) | u128::from(keys.1.hash_one(bytes))
+}
+
+/// Bytes of a hash table of `u128`s with room for `items` (hashbrown's layout: buckets a power
+/// of two at most 7/8 full, 16 bytes and a control byte each, plus a group of control bytes);
+/// `capacity()` of a table gives its own size back.
+fn table_bytes(items: usize) -> usize {
+    if items == 0 {
+        return 0;
     }
+    let buckets = match items {
+        0..4 => Some(4),
+        4..8 => Some(8),
+        _ => items.checked_mul(8).map(|n| n / 7).and_then(usize::checked_next_power_of_two),
+    };
+    buckets.and_then(|b| b.checked_mul(std::mem::size_of::<u128>() + 1)).and_then(|b| b.checked_add(16)).unwrap_or(usize::MAX)
+}
+
+/// Grows `hashes` so that `more` keys fit without another allocation, the table reserved from
+/// `memory` first (the old and the new table while it rehashes) — `path`'s set refused with
+/// `ERR_INVALID_OPTIONS` when it would not fit the call's bound. `held`: the table's bytes
+/// accounted in `memory` so far.
+fn grow_set(hashes: &mut HashSet<u128>, more: usize, held: &mut usize, memory: &mut Reservation, path: &Path) -> Result<()> {
+    let needed = hashes.len().saturating_add(more);
+    if needed <= hashes.capacity() {
+        return Ok(());
+    }
+    let new = table_bytes(needed.max(hashes.capacity().saturating_add(1)));
+    reserve(memory, memory.bytes().saturating_add(new), path, "the equality-delete keys")?;
+    hashes.reserve(more);
+    let now = table_bytes(hashes.capacity());
+    memory.resize((memory.bytes() + now).saturating_sub(*held + new));
+    *held = now;
+    Ok(())
+}
+
+/// Reads an equality-delete file: its columns with `field_ids`, matched to the data's
+/// top-level columns by field id (by name where a file carries no field ids). Its hash set is
+/// reserved from `memory` (sized from the rows the file declares, grown if it holds more).
+#[allow(clippy::too_many_arguments)]
+fn read_equality(
+    plan: &Plan,
+    path: &Path,
+    field_ids: &[i32],
+    limits: &ReadLimits,
+    cancel: &AtomicBool,
+    keys: &Keys,
+    memory: &mut Reservation,
+    rows_read: &mut u64,
+) -> Result<EqualitySet> {
+    let data_fields = plan.parquet_schema.root_schema().get_fields();
+    let mut columns = Vec::with_capacity(field_ids.len());
+    let mut targets: Vec<DataType> = Vec::with_capacity(field_ids.len());
+    for id in field_ids {
+        let root = data_fields.iter().position(|f| has_id(f, *id)).ok_or_else(|| {
+            CompactError::InvalidOptions(format!(
+                "equality deletes {}: field id {id} is not a top-level column of the inputs",
+                path.display()
+            ))
+        })?;
+        let field = plan.arrow_schema.field(root);
+        if !data_fields[root].is_primitive() {
+            return Err(CompactError::InvalidOptions(format!(
+                "equality deletes {}: field id {id} ('{}') is not a primitive column",
+                path.display(),
+                field.name()
+            )));
+        }
+        columns.push(field.name().clone());
+        targets.push(field.data_type().clone());
+    }
+    let converter = RowConverter::new(targets.iter().cloned().map(SortField::new).collect())
+        .map_err(|e| CompactError::InvalidOptions(format!("equality deletes {}: {e}", path.display())))?;
+    let mut set = EqualitySet { columns, converter, hashes: HashSet::new() };
+    let mut table = 0usize;
+    let names: Vec<String> = set.columns.clone();
+    let select = |fields: &[Arc<Type>]| -> Vec<Option<usize>> {
+        field_ids
+            .iter()
+            .zip(&names)
+            .map(|(id, name)| {
+                let any_ids = fields.iter().any(|f| f.get_basic_info().has_id());
+                fields.iter().position(|f| if any_ids { has_id(f, *id) } else { f.name() == name })
+            })
+            .collect()
+    };
+    let accountant = memory.accountant().clone();
+    let declared = std::cell::RefCell::new((&mut set.hashes, &mut table, memory));
+    let sized = |rows: u64| -> Result<()> {
+        let (hashes, table, memory) = &mut *declared.borrow_mut();
+        grow_set(hashes, usize::try_from(rows).unwrap_or(usize::MAX), table, memory, path)
+    };
+    let converter = &set.converter;
+    read_delete_file(path, &select, limits, &accountant, cancel, rows_read, &sized, |batch, found| {
+        let mut arrays = Vec::with_capacity(found.len());
+        for ((col, target), name) in found.iter().zip(&targets).zip(&names) {
+            let a = batch.column(*col);
+            arrays.push(cast_to(a, target).ok_or_else(|| {
+                CompactError::corrupt(
+                    path,
+                    Some(name.clone()),
+                    format!("equality-delete column of type {} cannot compare with the data's {target}", a.data_type()),
+                )
+            })?);
+        }
+        let rows = converter.convert_columns(&arrays).map_err(|e| CompactError::corrupt(path, None, e))?;
+        let _rows_memory = accountant.hold(rows.size());
+        let (hashes, table, memory) = &mut *declared.borrow_mut();
+        grow_set(hashes, rows.num_rows(), table, memory, path)?;
+        for row in rows.iter() {
+            hashes.insert(hash(keys, row.as_ref()));
+        }
+        Ok(())
+    })?;
+    Ok(set)
 }
 
 fn has_id(t: &Type, id: i32) -> bool {
@@ -247,19 +374,24 @@ fn cast_to(a: &ArrayRef, target: &DataType) -> Option<ArrayRef> {
     }
 }
 
-/// Reads a position-delete file and adds the positions of every listed input to its bitmap.
+/// Reads a position-delete file and adds the positions of every listed input to its bitmap,
+/// a batch at a time: room for the batch's positions is reserved before they are inserted,
+/// then trimmed to what the bitmaps they went into hold.
 fn read_positions(
     path: &Path,
     targets: &HashMap<String, Vec<usize>>,
-    positions: &mut [Option<RoaringTreemap>],
+    index: &mut DeleteIndex,
     limits: &ReadLimits,
+    accountant: &Accountant,
     cancel: &AtomicBool,
+    rows_read: &mut u64,
 ) -> Result<()> {
+    let mut touched: Vec<usize> = Vec::new();
     let select = |fields: &[Arc<Type>]| -> Vec<Option<usize>> {
         let find = |id: i32, name: &str| fields.iter().position(|f| has_id(f, id)).or_else(|| fields.iter().position(|f| f.name() == name));
         vec![find(FILE_PATH_ID, "file_path"), find(POS_ID, "pos")]
     };
-    read_delete_file(path, &select, limits, cancel, |batch, found| {
+    read_delete_file(path, &select, limits, accountant, cancel, rows_read, &|_| Ok(()), |batch, found| {
         let (file_path, pos) = (batch.column(found[0]), batch.column(found[1]));
         let file_path = match file_path.data_type() {
             DataType::LargeUtf8 => file_path.as_string::<i64>(),
@@ -271,29 +403,56 @@ fn read_positions(
         };
         // Rows are sorted by file_path: remember the last lookup.
         let mut last: Option<(&str, Option<&Vec<usize>>)> = None;
-        for i in 0..batch.num_rows() {
+        let mut inputs_of = |i: usize| -> Result<Option<&Vec<usize>>> {
             if file_path.is_null(i) || pos.is_null(i) {
                 return Err(CompactError::corrupt(path, None, format!("row {i} of a batch has a null file_path or pos")));
             }
             let location = file_path.value(i);
-            let inputs = match last {
+            Ok(match last {
                 Some((l, inputs)) if l == location => inputs,
                 _ => {
                     let found = targets.get(location);
                     last = Some((location, found));
                     found
                 }
-            };
+            })
+        };
+        // (first the positions this batch may add, reserved; then the positions)
+        let mut adding = 0usize;
+        touched.clear();
+        for i in 0..batch.num_rows() {
+            if let Some(inputs) = inputs_of(i)? {
+                adding = adding.saturating_add(inputs.len());
+                touched.extend(inputs.iter().copied().filter(|k| index.positions.get(*k).is_some()));
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        if adding == 0 {
+            return Ok(());
+        }
+        let before = index.memory.bytes();
+        reserve(&mut index.memory, before.saturating_add(adding.saturating_mul(POSITION_BYTES)), path, "the deleted positions")?;
+        for i in 0..batch.num_rows() {
             let p = pos.value(i);
             if p < 0 {
                 return Err(CompactError::corrupt(path, Some("pos".into()), format!("negative position {p}")));
             }
-            for input in inputs.into_iter().flatten() {
-                if let Some(slot) = positions.get_mut(*input) {
+            for input in inputs_of(i)?.into_iter().flatten() {
+                if let Some(slot) = index.positions.get_mut(*input) {
                     slot.get_or_insert_with(RoaringTreemap::new).insert(p as u64);
                 }
             }
         }
+        // (back to what was held before the batch, with the touched bitmaps as they are now)
+        let mut held = before;
+        for k in &touched {
+            let (Some(bitmap), Some(bytes)) = (index.positions.get(*k), index.position_bytes.get_mut(*k)) else { continue };
+            let now = bitmap.as_ref().map(heap_bytes).unwrap_or(0);
+            held = held.saturating_sub(*bytes).saturating_add(now);
+            *bytes = now;
+        }
+        index.memory.resize(held);
         Ok(())
     })
 }
@@ -303,15 +462,25 @@ fn read_positions(
 /// Picks, from a delete file's top-level fields, the index of each column it needs.
 type ColumnPicker<'a> = dyn Fn(&[Arc<Type>]) -> Vec<Option<usize>> + 'a;
 
+/// `declared(rows)` is told the rows the file's footer declares before any batch is read;
+/// `rows_read` counts the rows decoded. Each batch is accounted in `memory` while the sink
+/// holds it; the cancel flag is checked before each.
+#[allow(clippy::too_many_arguments)]
 fn read_delete_file(
     path: &Path,
     select: &ColumnPicker<'_>,
     limits: &ReadLimits,
+    memory: &Accountant,
     cancel: &AtomicBool,
+    rows_read: &mut u64,
+    declared: &dyn Fn(u64) -> Result<()>,
     mut sink: impl FnMut(&RecordBatch, &[usize]) -> Result<()>,
 ) -> Result<()> {
-    let file = open_input(path, limits.page_cap)?;
+    // (through the guard as every data file: the footer's checks, then each page header's, and
+    // the pages its readers hold accounted)
+    let mut file = open_input(path, limits.page_cap)?;
     let own = load_metadata(path, &file, None)?;
+    file.account_pages(memory);
     let descr = own.metadata().file_metadata().schema_descr_ptr();
     let fields = descr.root_schema().get_fields();
     let picked = select(fields);
@@ -337,6 +506,8 @@ fn read_delete_file(
     // Projected batches hold the picked roots in schema order.
     let found: Vec<usize> = roots.iter().filter_map(|r| sorted.iter().position(|s| s == r)).collect();
     let leaves: Vec<bool> = (0..descr.num_columns()).map(|l| sorted.contains(&descr.get_column_root_idx(l))).collect();
+    let rows = meta.metadata().row_groups().iter().fold(0u64, |n, rg| n.saturating_add(u64::try_from(rg.num_rows()).unwrap_or(0)));
+    declared(rows)?;
     for (rg_index, rg) in meta.metadata().row_groups().iter().enumerate() {
         check_cancel(cancel)?;
         let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
@@ -344,14 +515,13 @@ fn read_delete_file(
             continue;
         }
         let batch_size = rows_per_batch(estimate_row_bytes(&file, rg, Some(&leaves), &Default::default()), limits).min(rows);
+        // The pages of the row group before are gone; this one's are accounted as they are read.
+        file.release_pages();
         let handle = file.try_clone().map_err(|e| CompactError::input_open(path, &e))?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
-            .with_row_groups(vec![rg_index])
-            .with_projection(ProjectionMask::roots(&descr, sorted.iter().copied()))
-            .with_batch_size(batch_size)
-            .build()
+        // (its column chunks as `chunks` hands them over, as the read stage reads data files)
+        let mask = ProjectionMask::roots(&descr, sorted.iter().copied());
+        let mut reader = crate::chunks::record_reader(handle, &meta, rg_index, mask, batch_size, None)
             .map_err(|e| CompactError::corrupt(path, None, e))?;
-        let mut reader = reader;
         loop {
             check_cancel(cancel)?;
             let batch = match crate::contain::contain(|| reader.next()) {
@@ -360,6 +530,8 @@ fn read_delete_file(
                 Ok(Some(Err(e))) => return Err(CompactError::corrupt(path, None, format!("row group {rg_index}: {e}"))),
                 Err(panic) => return Err(CompactError::corrupt(path, None, format!("row group {rg_index}: {panic}"))),
             };
+            let _batch_memory = memory.hold(decoded_size(&batch));
+            *rows_read += batch.num_rows() as u64;
             sink(&batch, &found)?;
         }
     }

@@ -308,3 +308,129 @@ fn output_bytes_do_not_depend_on_threads() {
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0], outputs[2]);
 }
+
+/// The crafted deletion vectors of `tests/corpus-deletes/` (written by its `make.py`): the data
+/// file, and per Puffin file its (path, offset, length).
+fn crafted() -> (PathBuf, String, Vec<(PathBuf, u64, u64)>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus-deletes");
+    let cases: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("cases.json")).unwrap()).unwrap();
+    let list = cases["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (dir.join(c["file"].as_str().unwrap()), c["offset"].as_u64().unwrap(), c["length"].as_u64().unwrap()))
+        .collect();
+    (dir.join(cases["data"].as_str().unwrap()), cases["location"].as_str().unwrap().to_string(), list)
+}
+
+fn crafted_case(name: &str) -> (PathBuf, String, DeleteSource) {
+    let (data, location, cases) = crafted();
+    let (path, offset, length) = cases.into_iter().find(|c| c.0.file_name().unwrap() == name).unwrap();
+    (data, location, DeleteSource::Vector { path, offset, length })
+}
+
+#[test]
+fn crafted_vectors_with_a_repeated_or_descending_key_or_a_wrong_cardinality_are_corrupt() {
+    let s = Scratch::new("crafted-dv-bad");
+    for (name, says) in [
+        ("dv-dup-key0-123-then-5.puffin", "key 0 repeats key 0"),
+        ("dv-dup-key0-5-then-123.puffin", "key 0 repeats key 0"),
+        ("dv-keys-descending.puffin", "key 0 comes after key 1"),
+        ("dv-cardinality-mismatch.puffin", "cardinality is 4, the vector holds 3"),
+    ] {
+        let (data, location, dv) = crafted_case(name);
+        let out = s.path().join(name);
+        let e = compact(&[InputFile { path: data, location, deletes: vec![dv] }], &Options::new(&out), &AtomicBool::new(false), &|_| {})
+            .unwrap_err();
+        assert_eq!(e.code(), "ERR_INPUT_CORRUPT", "{name}: {e}");
+        assert!(e.path().is_some_and(|p| p.ends_with(name)) && e.to_string().contains(says), "{name}: {e}");
+        assert!(!out.exists(), "{name}: outDir left behind");
+    }
+}
+
+#[test]
+fn the_huge_valid_vectors_remove_exactly_their_rows() {
+    let s = Scratch::new("crafted-dv-huge");
+    for name in ["dv-65536-full-runs.puffin", "dv-65536-runs-partial.puffin"] {
+        let (data, location, dv) = crafted_case(name);
+        let DeleteSource::Vector { path, offset, length } = &dv else { unreachable!() };
+        // the positions as the roaring crate's own reader decodes the blob (keys ascending: it
+        // reads them right), the rows as parquet-rs reads the data file
+        let blob = std::fs::read(path).unwrap()[*offset as usize..(*offset + *length) as usize].to_vec();
+        let deleted = RoaringTreemap::deserialize_from(&blob[8..blob.len() - 4]).unwrap();
+        assert_eq!(deleted.bitmaps().map(|(_, b)| b.len().div_ceil(65_536)).sum::<u64>(), 65_536, "65,536 containers");
+        let rows: Vec<i64> = ParquetRecordBatchReaderBuilder::try_new(File::open(&data).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .flat_map(|b| b.unwrap().column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
+            .collect();
+        let expected: BTreeSet<i64> = rows.iter().enumerate().filter(|(p, _)| !deleted.contains(*p as u64)).map(|(_, n)| *n).collect();
+        let out = s.path().join(name);
+        let started = std::time::Instant::now();
+        let r = compact(&[InputFile { path: data, location, deletes: vec![dv] }], &Options::new(&out), &AtomicBool::new(false), &|_| {})
+            .unwrap();
+        eprintln!("{name}: {:?}, peak {} bytes accounted", started.elapsed(), r.peak_memory_bytes);
+        assert_eq!(r.rows_read, 10);
+        assert_eq!(r.rows_deleted, 10 - expected.len() as u64);
+        assert_eq!(r.rows_written, expected.len() as u64);
+        if expected.is_empty() {
+            assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(), "{name}: nothing written");
+        } else {
+            assert_eq!(written(&out), expected);
+        }
+    }
+}
+
+/// An equality-delete file of `keys` distinct strings for column `key` (field id 2).
+fn many_keys(path: &Path, keys: usize) {
+    let schema = Arc::new(Schema::new(vec![field("key", DataType::Utf8, true, 2)]));
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), None).unwrap();
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(65_536) {
+        let cols: Vec<ArrayRef> = vec![Arc::new(StringArray::from_iter_values(chunk.iter().map(|i| format!("gone-{i}"))))];
+        w.write(&RecordBatch::try_new(schema.clone(), cols).unwrap()).unwrap();
+    }
+    w.close().unwrap();
+}
+
+#[test]
+fn equality_delete_keys_count_in_the_peak_and_a_set_past_the_bound_is_refused() {
+    let s = Scratch::new("eq-memory");
+    let data = data_file(s.path(), 1, 30);
+    let eq = s.path().join("eq-200k.parquet");
+    many_keys(&eq, 200_000);
+    let run = |deletes: Vec<DeleteSource>, out: &str| {
+        let mut o = Options::new(s.path().join(out));
+        o.threads = 1;
+        compact(&[InputFile { path: data.clone(), location: "s3://t/1.parquet".into(), deletes }], &o, &AtomicBool::new(false), &|_| {})
+    };
+    let without = run(vec![], "without").unwrap();
+    let with = run(vec![DeleteSource::Equality { path: eq.clone(), field_ids: vec![2] }], "with").unwrap();
+    assert_eq!((with.rows_deleted, with.rows_written), (0, 30), "no key of the data is deleted");
+    // at least the keys' 128-bit hashes, held while the call runs
+    let grown = with.peak_memory_bytes.saturating_sub(without.peak_memory_bytes);
+    eprintln!("peak without {} / with {} bytes: +{grown}", without.peak_memory_bytes, with.peak_memory_bytes);
+    assert!(grown >= 200_000 * 16, "peak grew by {grown} bytes only");
+
+    // 2M keys need a 2^22-bucket table (~71 MB): more than the bound at batchBytes 1024 (64 MiB
+    // + 3 KiB), refused before it is allocated
+    let big = s.path().join("eq-2m.parquet");
+    many_keys(&big, 2_000_000);
+    let out = s.path().join("refused");
+    let mut o = Options::new(&out);
+    o.batch_bytes = 1024;
+    let e = compact(
+        &[InputFile {
+            path: data.clone(),
+            location: "s3://t/1.parquet".into(),
+            deletes: vec![DeleteSource::Equality { path: big, field_ids: vec![2] }],
+        }],
+        &o,
+        &AtomicBool::new(false),
+        &|_| {},
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "ERR_INVALID_OPTIONS", "{e}");
+    assert!(e.to_string().contains("batchBytes") && e.to_string().contains("eq-2m.parquet"), "{e}");
+    assert!(!out.exists());
+}
