@@ -487,8 +487,8 @@ mod tests {
         let i = column(T::INT32, false);
         assert_eq!(check_page(&i, &dict(3, 12), u64::MAX), Ok(()));
         assert!(check_page(&i, &dict(1 << 30, 400), u64::MAX).is_err());
-        assert!(check_page(&column(T::INT64, false), &dict(2, 12)).is_err());
-        assert_eq!(check_page(&column(T::BOOLEAN, false), &dict(16, 2)), Ok(()));
+        assert!(check_page(&column(T::INT64, false), &dict(2, 12), u64::MAX).is_err());
+        assert_eq!(check_page(&column(T::BOOLEAN, false), &dict(16, 2), u64::MAX), Ok(()));
     }
 
     #[test]
