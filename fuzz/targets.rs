@@ -58,11 +58,12 @@ fn bounded<T>(what: &str, justified: u64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// splitmix64: the generators' randomness, from a seed the fuzzer gives.
-struct Rng(u64);
+/// splitmix64: the generators' randomness, from a seed the fuzzer gives (and the bounded run's
+/// mutations, `tests/differential.rs`).
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -70,12 +71,17 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             0
         } else {
             self.next() % n
         }
+    }
+
+    /// An index below `n` (0 when `n` is 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
     }
 }
 

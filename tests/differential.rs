@@ -29,57 +29,36 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// splitmix64, for mutations the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
-
 /// One to four of libFuzzer's kinds of mutation: a bit flipped, a byte set (to an edge value or
 /// any), bytes inserted, a range deleted or repeated, a piece of another seed spliced in. The
 /// first byte (the target's mode) is kept three times in four.
-fn mutate(r: &mut Rng, input: &[u8], others: &[(String, Vec<u8>)]) -> Vec<u8> {
+fn mutate(r: &mut targets::Rng, input: &[u8], others: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut v = input.to_vec();
-    for _ in 0..=r.below(4) {
-        let keep_mode = usize::from(v.len() > 1 && r.below(4) != 0);
-        let at = keep_mode + r.below(v.len().saturating_sub(keep_mode));
-        match r.below(6) {
-            0 if at < v.len() => v[at] ^= 1 << r.below(8),
-            1 if at < v.len() => v[at] = [0, 1, 0x7f, 0x80, 0xff, r.next() as u8][r.below(6)],
+    for _ in 0..=r.index(4) {
+        let keep_mode = usize::from(v.len() > 1 && r.index(4) != 0);
+        let at = keep_mode + r.index(v.len().saturating_sub(keep_mode));
+        match r.index(6) {
+            0 if at < v.len() => v[at] ^= 1 << r.index(8),
+            1 if at < v.len() => v[at] = [0, 1, 0x7f, 0x80, 0xff, r.next() as u8][r.index(6)],
             2 => {
-                let n = 1 + r.below(8);
+                let n = 1 + r.index(8);
                 let bytes: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
                 v.splice(at.min(v.len())..at.min(v.len()), bytes);
             }
             3 if at < v.len() => {
-                let end = (at + 1 + r.below(16)).min(v.len());
+                let end = (at + 1 + r.index(16)).min(v.len());
                 v.drain(at..end);
             }
             4 if at < v.len() => {
-                let end = (at + 1 + r.below(16)).min(v.len());
+                let end = (at + 1 + r.index(16)).min(v.len());
                 let piece = v[at..end].to_vec();
                 v.splice(at..at, piece);
             }
             _ => {
-                let other = &others[r.below(others.len())].1;
+                let other = &others[r.index(others.len())].1;
                 if !other.is_empty() {
-                    let from = r.below(other.len());
-                    let end = (from + 1 + r.below(32)).min(other.len());
+                    let from = r.index(other.len());
+                    let end = (from + 1 + r.index(32)).min(other.len());
                     let at = at.min(v.len());
                     v.splice(at..at, other[from..end].iter().copied());
                 }
@@ -141,12 +120,12 @@ fn run<T>(test: &str, name: &str, target: impl Fn(&[u8]) -> T, mutations: usize,
     let mut failures: Vec<String> = seeds.iter().filter(|(n, _)| isolated(n)).filter_map(|(n, _)| run_isolated(test, name, n)).collect();
     let seeds: Vec<(String, Vec<u8>)> = seeds.into_iter().filter(|(n, _)| !isolated(n)).collect();
     let (heavy_seeds, light_seeds): (Vec<_>, Vec<_>) = seeds.iter().partition(|(n, _)| heavy(n));
-    let mut r = Rng(0x00C0_FFEE ^ name.len() as u64);
+    let mut r = targets::Rng(0x00C0_FFEE ^ name.len() as u64);
     let mut outcomes = Vec::new();
     let mut plan: Vec<&(String, Vec<u8>)> = Vec::new();
     for (n, from) in [(mutations, &light_seeds), (heavy_mutations, &heavy_seeds)] {
         for _ in 0..n {
-            plan.extend(from.get(r.below(from.len())).copied());
+            plan.extend(from.get(r.index(from.len())).copied());
         }
     }
     let inputs = seeds.iter().map(|(n, s)| (n.clone(), s.clone())).chain(
