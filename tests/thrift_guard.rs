@@ -99,9 +99,9 @@ fn the_strict_reader_and_parquet_rs_agree_on_page_headers() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for (column, seed) in page_seeds() {
         assert_eq!(page_error(&seed), None, "a page parquet-rs wrote is refused");
-        tally.add(check_page(&column, &seed));
+        tally.add(check_page(&column, &seed, false));
         for _ in 0..cases() {
-            tally.add(check_page(&column, &mutate(&seed, &mut rng)));
+            tally.add(check_page(&column, &mutate(&seed, &mut rng), false));
         }
     }
     println!("page headers: {tally:?}");

@@ -20,6 +20,6 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         thrift_check::check_footer(bytes);
     } else {
         let columns = COLUMNS.get_or_init(|| thrift_check::page_seeds().into_iter().map(|(c, _)| c).collect());
-        thrift_check::check_page(&columns[usize::from(pick / 2) % columns.len()], bytes);
+        thrift_check::check_page(&columns[usize::from(pick / 2) % columns.len()], bytes, true);
     }
 });
