@@ -12,8 +12,7 @@ import datetime
 import json
 import os
 import random
-import struct
-import zlib
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,7 +20,6 @@ import pyarrow.parquet as pq
 FILE_PATH_ID = 2147483546
 POS_ID = 2147483545
 DV_MAGIC = bytes([0xD1, 0xD3, 0x39, 0x64])
-PUFFIN_MAGIC = b'PFA1'
 T0 = datetime.datetime(2026, 11, 28, tzinfo=datetime.timezone.utc)
 
 
@@ -81,27 +79,10 @@ def write_pyarrow(path, table, **kw):
     pq.write_table(table, path, **kw)
 
 
-def dv_blob(positions):
-    from pyroaring import BitMap64
-    body = DV_MAGIC + BitMap64(positions).serialize()
-    return struct.pack('>I', len(body)) + body + struct.pack('>I', zlib.crc32(body) & 0xFFFFFFFF)
-
-
-def write_puffin(path, dvs):
-    """dvs: [(referenced data file, positions)] -> [{offset, length}] per blob."""
-    out = bytearray(PUFFIN_MAGIC)
-    blobs = []
-    for ref, positions in dvs:
-        b = dv_blob(positions)
-        blobs.append({'type': 'deletion-vector-v1', 'fields': [POS_ID], 'snapshot-id': -1, 'sequence-number': -1,
-                      'offset': len(out), 'length': len(b),
-                      'properties': {'referenced-data-file': ref, 'cardinality': str(len(set(positions)))}})
-        out += b
-    payload = json.dumps({'blobs': blobs, 'properties': {'created-by': 'gencompact fuzz/call'}}).encode()
-    out += PUFFIN_MAGIC + payload + struct.pack('<i', len(payload)) + bytes(4) + PUFFIN_MAGIC
-    with open(path, 'wb') as f:
-        f.write(out)
-    return [{'offset': b['offset'], 'length': b['length']} for b in blobs]
+# The deletion-vector blobs and Puffin files deletes.spec.js writes (pyroaring's portable 64-bit
+# Roaring map framed by the spec: length, magic, bitmap, CRC-32; a footer naming each blob's data file).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '__test__', 'helpers'))
+from deletes import dv_blob, write_puffin  # noqa: E402,F401
 
 
 def make(out_dir, seed=1):
