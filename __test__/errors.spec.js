@@ -223,6 +223,39 @@ describe('ERR_SCHEMA_CONFLICT', () => {
     expect(err.column).toBe('status_code')
     expectForeignFileKept(outDir)
   })
+
+  // pyarrow writes each of these (it allows duplicate names and ids); an output with two columns
+  // of one name is one no reader can resolve by name, so the call refuses them.
+  const PYARROW_PAIRS = `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+d = sys.argv[1]
+def f(n, i, t=pa.int64()): return pa.field(n, t, metadata={'PARQUET:field_id': str(i)})
+def w(name, fields):
+    pq.write_table(pa.table([pa.array([1, 2], type=x.type) for x in fields], schema=pa.schema(fields)), d + '/' + name)
+w('d-id-9.parquet', [f('id', 1), f('d', 9, pa.date32())])
+w('d-id-23.parquet', [f('id', 1), f('d', 23, pa.date32())])
+w('two-named-a.parquet', [f('a', 1), f('a', 2)])
+w('id-1-twice.parquet', [f('a', 1), f('b', 1)])
+`
+  test.each([
+    ['one name under two field ids in two inputs', ['d-id-9.parquet', 'd-id-23.parquet'], 'd', /field ids \(23 and 9\)/],
+    ['two sibling columns of one name in one file', ['two-named-a.parquet'], 'a', /one group/],
+    ['one top-level field id for two columns of one file', ['id-1-twice.parquet'], 'b', /field id 1/],
+  ])('%s', async (_name, names, column, why) => {
+    const dir = path.join(crafted, 'names')
+    if (!fs.existsSync(dir)) {
+      fs.mkdirSync(dir)
+      require('child_process').execFileSync('python3', ['-c', PYARROW_PAIRS, dir])
+    }
+    const files = names.map(f => path.join(dir, f))
+    const outDir = freshOutDir()
+    const err = await expectCompactError(() => compactGeneration(files, { outDir, sortBy: [{ column }] }), {
+      code: 'ERR_SCHEMA_CONFLICT', mentions: [...files, column], outDir, inputs: files,
+    })
+    expect(err.column).toBe(column)
+    expect(err.message).toMatch(why)
+    expect(fs.existsSync(outDir)).toBe(false)
+  })
 })
 
 describe('ERR_IO', () => {

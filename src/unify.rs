@@ -3,8 +3,9 @@
 //! double). Fields are matched by Parquet field id when both carry one, else by name; the
 //! newest (last) input's fields come first, in its order, with their names, ids and logical
 //! types; columns only older inputs have follow. A column that some input lacks must be
-//! optional (its rows read as null); any other difference is `ERR_SCHEMA_CONFLICT` naming two
-//! files and the column.
+//! optional (its rows read as null); any other difference — and two output columns of one
+//! name, sibling fields of one name, a top-level field id used twice in a file — is
+//! `ERR_SCHEMA_CONFLICT` naming two files and the column.
 //!
 //! Memory: one schema per distinct input schema.
 
@@ -37,6 +38,10 @@ struct Entry {
 /// The unified top-level fields of `schemas` (distinct schemas with a file having each, in
 /// `files` order).
 pub fn unify(schemas: &[(PathBuf, Arc<SchemaDescriptor>)]) -> Result<Vec<TypePtr>> {
+    for (path, schema) in schemas {
+        distinct_names(path, "", schema.root_schema().get_fields())?;
+        distinct_ids(path, schema.root_schema().get_fields())?;
+    }
     let Some((newest_path, newest)) = schemas.last() else { return Ok(Vec::new()) };
     let mut fields: Vec<Entry> =
         newest.root_schema().get_fields().iter().map(|f| Entry { ty: f.clone(), file: newest_path.clone() }).collect();
@@ -58,7 +63,46 @@ pub fn unify(schemas: &[(PathBuf, Arc<SchemaDescriptor>)]) -> Result<Vec<TypePtr
             }
         }
     }
+    // Two inputs' columns of one name but different field ids (a column dropped and another
+    // added under its name) would be two output columns of one name: no reader could tell
+    // them apart.
+    for (i, e) in fields.iter().enumerate() {
+        if let Some(other) = fields[..i].iter().find(|o| o.ty.name() == e.ty.name()) {
+            let id = |t: &Type| t.get_basic_info().has_id().then(|| t.get_basic_info().id().to_string()).unwrap_or_else(|| "none".into());
+            return Err(conflict(
+                &other.file,
+                &e.file,
+                e.ty.name(),
+                format!("two columns of this name with different field ids ({} and {})", id(&other.ty), id(&e.ty)),
+            ));
+        }
+    }
     Ok(fields.into_iter().map(|e| e.ty).collect())
+}
+
+/// Sibling fields of one input share no name, at any depth: a reader resolves columns by name.
+fn distinct_names(path: &Path, prefix: &str, fields: &[TypePtr]) -> Result<()> {
+    for (i, f) in fields.iter().enumerate() {
+        let name = if prefix.is_empty() { f.name().to_string() } else { format!("{prefix}.{}", f.name()) };
+        if fields[..i].iter().any(|o| o.name() == f.name()) {
+            return Err(conflict(path, path, &name, "two fields of one group in this file have this name".into()));
+        }
+        if let Type::GroupType { fields: children, .. } = f.as_ref() {
+            distinct_names(path, &name, children)?;
+        }
+    }
+    Ok(())
+}
+
+/// Top-level field ids of one input are distinct: columns of different inputs are matched by id.
+fn distinct_ids(path: &Path, fields: &[TypePtr]) -> Result<()> {
+    for (i, f) in fields.iter().enumerate() {
+        let info = f.get_basic_info();
+        if info.has_id() && fields[..i].iter().any(|o| o.get_basic_info().has_id() && o.get_basic_info().id() == info.id()) {
+            return Err(conflict(path, path, f.name(), format!("field id {} is also another column's in this file", info.id())));
+        }
+    }
+    Ok(())
 }
 
 fn conflict(first: &Path, second: &Path, column: &str, msg: String) -> CompactError {
