@@ -282,6 +282,48 @@ def dict_nulls():
             assert any(pg.type == DICTIONARY_PAGE for pg in f.pages(0, f.column_index(c))), c
 
 
+# ---------------------------------------------------------------- 11: a dictionary page repeating a value (valid)
+
+def dict_repeat():
+    """An Arrow dictionary string column `s` whose dictionary page (plain, uncompressed) names its
+    fifth value a second time: the format does not forbid it, and the indices still mean
+    positions. Found by the whole-call fuzzer (seed 50, execution 12243): parquet-rs and DuckDB
+    read by position, pyarrow's dictionary reader keeps one entry per distinct value so every
+    later index names the next value; without the file's ARROW:schema it reads by position too."""
+    n = 120
+    words = [f"w{i:02d}" for i in range(12)]
+    t = pa.table({"id": pa.array(range(n), pa.int64()),
+                  "s": pa.array([words[(i * 5) % 12] for i in range(n)]).dictionary_encode()})
+    write_base("dictrepeat.parquet", t, use_dictionary=True)
+    f = PqFile.read(out("dictrepeat.parquet"))
+    col = f.column_index("s")
+    page = first_page(f, "s", DICTIONARY_PAGE)
+
+    def edit(raw):
+        vals, pos = [], 0
+        while pos < len(raw):
+            k = int.from_bytes(raw[pos:pos + 4], "little")
+            vals.append(raw[pos + 4:pos + 4 + k])
+            pos += 4 + k
+        assert len(vals) == 12 and len(set(vals)) == 12
+        vals[4] = vals[2]
+        return b"".join(len(v).to_bytes(4, "little") + v for v in vals)
+
+    edit_page_body(f, 0, col, page, edit)
+    f.write(out("dictrepeat.parquet"))
+    # the two readings differ, and the positional one names the repeated value
+    arrow = pq.read_table(out("dictrepeat.parquet")).column("s").chunks[0]
+    f = PqFile.read(out("dictrepeat.parquet"))
+    f.meta.get(FMD_KV).items = [e for e in f.meta.get(FMD_KV).items if e.get(1) != b"ARROW:schema"]
+    f.write(out("dictrepeat-plain.tmp"))
+    plain = pq.read_table(out("dictrepeat-plain.tmp")).column("s").to_pylist()
+    os.remove(out("dictrepeat-plain.tmp"))
+    assert len(arrow.dictionary) == 11 and max(arrow.indices.to_pylist()) == 11  # one entry short
+    values = t.column("s").cast(pa.string()).to_pylist()
+    order = list(dict.fromkeys(values))  # pyarrow's dictionary: first appearance
+    assert plain == [order[2] if v == order[4] else v for v in values]
+
+
 # ---------------------------------------------------------------- issue 41: the two Thrift cases
 
 def page_uncompressed_twice():
@@ -342,6 +384,7 @@ def main():
     arrow_schema_disagree()
     arrow_schema_corrupt()
     dict_nulls()
+    dict_repeat()
     page_uncompressed_twice()
     schema_as_set()
 
