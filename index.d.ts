@@ -370,4 +370,10 @@ export interface SpillReport {
   bytes: number
   /** The most bytes of run files on disk at once. */
   peakBytes: number
+  /**
+   * The most merge passes one partition tuple's sorted runs took: 1 where they merged at
+   * once, more where more runs overlapped than one merge holds open (at most 64, each a file
+   * descriptor) or its memory allows; 0 where nothing was spilled.
+   */
+  mergePasses: number
 }

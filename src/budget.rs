@@ -54,6 +54,45 @@ pub fn held_bytes(batch: &RecordBatch) -> usize {
     batch.columns().iter().map(|c| crate::views::view_bytes(c.as_ref()).unwrap_or_else(|| c.get_array_memory_size())).sum()
 }
 
+/// What `batches` hold together, a dictionary several of them share (`gather::share`) counted
+/// once: `held_bytes` of each counts it in full, and a sort buffer of thousands of small
+/// batches sharing one dictionary would count it thousands of times.
+pub fn held_bytes_together(batches: &[RecordBatch]) -> usize {
+    let mut seen: HashSet<(usize, usize)> = HashSet::new();
+    let mut total = 0;
+    for b in batches {
+        for c in b.columns() {
+            total += array_held_once(c.as_ref(), &mut seen);
+        }
+    }
+    total
+}
+
+fn array_held_once(array: &dyn Array, seen: &mut HashSet<(usize, usize)>) -> usize {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    match array.data_type() {
+        DataType::Dictionary(key, _) if **key == DataType::Int32 => {
+            let dictionary = array.as_dictionary::<arrow_array::types::Int32Type>();
+            let values = dictionary.values();
+            let data = values.to_data();
+            let id = data.buffers().first().map_or(0, |b| b.as_ptr() as usize);
+            let own = dictionary.keys().get_array_memory_size();
+            if id != 0 && !seen.insert((id, values.len())) {
+                own
+            } else {
+                own + values.get_array_memory_size()
+            }
+        }
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            let nulls = s.nulls().map_or(0, |n| n.buffer().capacity());
+            nulls + s.columns().iter().map(|c| array_held_once(c.as_ref(), seen)).sum::<usize>()
+        }
+        _ => crate::views::view_bytes(array).unwrap_or_else(|| array.get_array_memory_size()),
+    }
+}
+
 /// What the column readers of one row group hold for their codecs while it is decoded, by
 /// estimate (per leaf column, with `leaves` those marked true); their pages are accounted as
 /// their headers are read (`GuardedInput::account_pages`).

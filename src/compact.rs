@@ -20,7 +20,7 @@ use crate::iceberg::partition::Partitioner;
 use crate::keep::Carry;
 use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
-use crate::plan::{build_plan, Plan};
+use crate::plan::{build_plan, InputSummary, Plan};
 pub use crate::report::Progress;
 use crate::report::{build_report, data_file_location, CompactReport, FileReport, Outcome, Phase};
 use crate::spill::SpillDir;
@@ -175,6 +175,10 @@ fn empty_generation(opts: &Options, kept: Vec<(usize, FileReport)>, started: Ins
 fn plan_call(files: &[InputFile], opts: &Options) -> Result<(Plan, Options)> {
     let mut plan = build_plan(files)?;
     plan.memory = crate::memory::Accountant::for_batch_bytes(opts.batch_bytes);
+    // What is kept per input for the whole call counts in the call's memory, so that the
+    // accounted peak grows with the file count as the process does.
+    plan.inputs_memory = Some(plan.memory.hold(plan.inputs.iter().map(InputSummary::held_bytes).sum()));
+    plan.open_runs = crate::os::open_runs_limit(crate::gate::Gate::global().limit());
     let mut resolved = opts.clone();
     resolved.resolve_codec(plan.dominant_codec());
     Ok((plan, resolved))

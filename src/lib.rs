@@ -48,6 +48,7 @@ mod node_result;
 mod node_values;
 pub mod options;
 pub mod order;
+pub mod os;
 pub mod pagecheck;
 pub mod plan;
 pub mod planning;

@@ -8,11 +8,19 @@
 //! heap bound; otherwise the tuple goes through `Sorter`. Ties keep `files` order, as the
 //! stable sort does: the merge prefers the earlier run.
 //!
+//! At most `Plan::open_runs` runs are open at once (`os::MAX_OPEN_RUNS`, 256, or fewer where
+//! the process has few descriptors left): a tuple of more inputs whose key ranges overlap goes
+//! to the sort, which reads one input at a time and merges its own runs in passes of at most
+//! that many.
+//!
 //! Memory: the runs open at once — their pages, by estimate (`InputSummary::reader_bytes`), at
-//! most 1½ × batchBytes together (checked before the merge starts by a sweep over the runs' key
-//! ranges), and one decoded batch each (¼ batchBytes together) — plus the rows picked for the
-//! next output batch (⅛ batchBytes, and the batches they are picked from). A run's reader is
-//! opened when the merge reaches its first key and dropped after its last row.
+//! most 1½ × batchBytes together, and each one's file, footer and column readers
+//! (`open_input_state`, held from the accountant while the run is open), at most an eighth of
+//! the fixed allowance together (both checked before the merge starts by a sweep over the
+//! runs' key ranges) — and one decoded batch each (¼ batchBytes
+//! together) — plus the rows picked for the next output batch (⅛ batchBytes, and the batches
+//! they are picked from). A run's reader is opened when the merge reaches its first key and
+//! dropped after its last row.
 
 use crate::budget::ReadLimits;
 use crate::error::Result;
@@ -49,9 +57,15 @@ pub struct MergePlan {
     pub peak_reader_bytes: u64,
 }
 
-/// The merge for `group`'s rows, if every row group of it is in order on its own and the
-/// readers open at once fit in 1½ × `batch_bytes`; `keys`: the tuple's row groups as
-/// `OrderCheck` saw them.
+/// What an open input holds beside its pages: its file, its parsed footer, the array readers
+/// of its `leaves` columns and their decoders (measured: ~62 KB for a file of six columns).
+pub fn open_input_state(leaves: usize) -> u64 {
+    (32 << 10) + (8 << 10) * leaves as u64
+}
+
+/// The merge for `group`'s rows, if every row group of it is in order on its own, no more than
+/// `Plan::open_runs` runs are open at once and their readers fit in 1½ × `batch_bytes`;
+/// `keys`: the tuple's row groups as `OrderCheck` saw them.
 pub fn plan_merge(plan: &Plan, group: &TupleGroup, keys: &[SegmentKeys], batch_bytes: usize) -> Option<MergePlan> {
     // Row groups shared with other tuples are filtered while read: not here.
     if keys.is_empty() || group.segments.iter().any(|s| s.mixed) || keys.iter().any(|k| !k.sorted) {
@@ -72,7 +86,13 @@ pub fn plan_merge(plan: &Plan, group: &TupleGroup, keys: &[SegmentKeys], batch_b
     }
     // A run is open from its first key until its last: the most open at once, and their pages.
     let (max_open, peak) = kmerge::most_open(runs.iter().map(|r| (&r.first, &r.last, r.reader_bytes)));
-    (peak <= (batch_bytes as u64).saturating_mul(3) / 2).then_some(MergePlan { runs, max_open, peak_reader_bytes: peak })
+    // Each open run's file, footer and readers come out of the fixed allowance (an eighth of it
+    // for all of them), its pages out of the batches'.
+    let state = open_input_state(plan.parquet_schema.num_columns()).saturating_mul(max_open as u64);
+    let fits = max_open <= plan.open_runs
+        && state <= (crate::memory::FIXED_BYTES / 8) as u64
+        && peak <= (batch_bytes as u64).saturating_mul(3) / 2;
+    fits.then_some(MergePlan { runs, max_open, peak_reader_bytes: peak })
 }
 
 /// Streams the rows of `merge`'s runs, in order, to `sink` in batches of about ⅛ `batch_bytes`
@@ -95,7 +115,13 @@ pub fn merge_runs(
     let firsts: Vec<Option<OwnedRow>> = runs.iter().map(|r| Some(r.first.clone())).collect();
     let open = |r: usize| -> Result<InputRun<'_, '_>> {
         let filters = RowFilters { deletes, duplicates, ..RowFilters::default() };
-        Ok(InputRun { reader: SegmentReader::new(plan, &runs[r].segments, None, &limits, cancel, filters), order, trailing: 0 })
+        let state = plan.memory.hold(open_input_state(plan.parquet_schema.num_columns()) as usize);
+        Ok(InputRun {
+            reader: SegmentReader::new(plan, &runs[r].segments, None, &limits, cancel, filters),
+            order,
+            trailing: 0,
+            _state: state,
+        })
     };
     let out = kmerge::Limits { batch_rows, out_bytes: (batch_bytes / 8).max(1), measured: false };
     let empty = || RecordBatch::new_empty(plan.arrow_schema.clone());
@@ -110,6 +136,8 @@ struct InputRun<'a, 'f> {
     order: &'a OrderCheck,
     /// Rows equality deletes removed after the run's last row.
     trailing: u64,
+    /// Its file, footer and column readers, accounted while it is open.
+    _state: crate::memory::Reservation,
 }
 
 impl kmerge::RunSource for InputRun<'_, '_> {

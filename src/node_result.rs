@@ -137,6 +137,10 @@ pub struct SpillReport {
     pub bytes: i64,
     /// The most bytes of run files on disk at once.
     pub peak_bytes: i64,
+    /// The most merge passes one partition tuple's sorted runs took: 1 where they merged at
+    /// once, more where more runs overlapped than one merge holds open (at most 64, each a file
+    /// descriptor) or its memory allows; 0 where nothing was spilled.
+    pub merge_passes: i64,
 }
 
 /// Partition values as JS values: numbers, strings, booleans, null; bytes as lowercase hex.
@@ -229,7 +233,12 @@ pub(crate) fn to_js(r: CompactReport) -> CompactResult {
         rows_written: r.rows_written as i64,
         duplicates_dropped: r.duplicates_dropped as i64,
         peak_memory_bytes: r.peak_memory_bytes as i64,
-        spill: SpillReport { runs: r.files_spilled as i64, bytes: r.bytes_spilled as i64, peak_bytes: r.spill_peak_bytes as i64 },
+        spill: SpillReport {
+            runs: r.files_spilled as i64,
+            bytes: r.bytes_spilled as i64,
+            peak_bytes: r.spill_peak_bytes as i64,
+            merge_passes: r.merge_passes as i64,
+        },
         diverted: r.diverted.map(|(path, rows)| DivertedFile { path, rows: rows as i64 }),
         bytes_read: r.bytes_read as i64,
         bytes_written: r.bytes_written as i64,

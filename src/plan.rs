@@ -42,6 +42,30 @@ pub struct InputSummary {
     pub reader_bytes: Vec<u64>,
 }
 
+impl InputSummary {
+    /// The bytes this summary holds (its own, its strings' and its lists'): what the plan keeps
+    /// per input for the whole call, accounted (`Plan::inputs_memory`).
+    pub fn held_bytes(&self) -> usize {
+        let deletes: usize = self
+            .deletes
+            .iter()
+            .map(|d| {
+                std::mem::size_of::<DeleteSource>()
+                    + d.path().as_os_str().len()
+                    + match d {
+                        DeleteSource::Equality { field_ids, .. } => field_ids.capacity() * 4,
+                        _ => 0,
+                    }
+            })
+            .sum();
+        std::mem::size_of::<Self>()
+            + self.path.as_os_str().len()
+            + self.location.capacity()
+            + deletes
+            + self.reader_bytes.capacity() * std::mem::size_of::<u64>()
+    }
+}
+
 /// What an open column chunk reader holds for its codec besides the page: parquet-rs creates a
 /// codec per column chunk, and a zstd one holds a decompression context (and an idle compression
 /// context) with its buffers; inflate keeps a 32 KiB window. (Measured: 30 readers of 56 columns
@@ -60,6 +84,11 @@ pub struct Plan {
     /// The call's memory accountant (`memory`): every stage reserves what it holds from it.
     /// Unlimited until the call sets its bound (`compact::plan_call`).
     pub memory: crate::memory::Accountant,
+    /// What the plan keeps per input (`inputs`), held from `memory` once the call has its
+    /// bound (`compact::plan_call`).
+    pub inputs_memory: Option<crate::memory::Reservation>,
+    /// The most runs a merge of the call holds open at once (`os::open_runs_limit`).
+    pub open_runs: usize,
     pub inputs: Vec<InputSummary>,
     /// The Parquet schema every input shares; outputs are written through it.
     pub parquet_schema: Arc<SchemaDescriptor>,
@@ -219,6 +248,8 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let total_file_bytes = inputs.iter().map(|i| i.file_bytes).sum();
     Ok(Plan {
         memory: crate::memory::Accountant::new(usize::MAX),
+        inputs_memory: None,
+        open_runs: crate::os::MAX_OPEN_RUNS,
         inputs,
         parquet_schema,
         arrow_schema,

@@ -76,6 +76,8 @@ pub struct CompactReport {
     pub intermediate_merges: u64,
     /// Intermediate merges that ran beside another (`threads` > 1).
     pub concurrent_merges: u64,
+    /// The most merge passes one tuple's spilled runs took (0: nothing spilled).
+    pub merge_passes: u64,
     /// Runs spilled from sort buffers that held fat values squeezed (`squeeze`).
     pub squeezed_runs: u64,
     /// The most bytes of run files on disk at once.
@@ -196,6 +198,7 @@ pub fn build_report(plan: Option<&Plan>, files: Vec<FileReport>, outcome: Outcom
         bytes_spilled: spill.bytes,
         intermediate_merges: spill.intermediate_merges,
         concurrent_merges: spill.concurrent_merges,
+        merge_passes: spill.merge_passes,
         squeezed_runs: spill.squeezed_runs,
         spill_peak_bytes: spill.peak_bytes,
         peak_memory_bytes,

@@ -12,7 +12,8 @@
 //! run's chunks share, see `gather`, and a reader's state and frame, see `spill`), found by a
 //! sweep over the runs' key ranges (`kmerge::most_open`): runs of inputs that come in time
 //! slices overlap little, and however many there are they merge in one pass. Where that exceeds `batchBytes`
-//! and a quarter of the fixed allowance, groups of consecutive runs are merged first, in as
+//! and a quarter of the fixed allowance, or more runs than `os::open_runs_limit` (256 at most,
+//! fewer where the process has few descriptors: each open run is one) would be open at once, groups of consecutive runs are merged first, in as
 //! few passes as needed (`next_merge`: each row is rewritten once per pass), each group within
 //! half that room, so that with `threads` > 1 two merge at once (where a merge gives back the
 //! runs it reads as it goes, `holes`: the temporary disk stays what one merge at a time needs).
@@ -73,8 +74,6 @@ const SQUEEZE_JUDGE_RUNS: usize = 4;
 /// fill, and decoding with it; measured on fat values unique to each row, two took the
 /// phase that reads and spills from 3.8 s to 3.35 s.
 const SPILLS_AT_ONCE: usize = 2;
-/// The most runs one merge takes.
-const MAX_FAN_IN: usize = 256;
 /// Intermediate merges that share the final merge's room (and run at once with `threads` > 1).
 const INTERMEDIATE_MERGES: usize = 2;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
@@ -118,6 +117,8 @@ pub struct Sorter<'a> {
     squeeze: Option<Arc<Squeeze>>,
     /// The pages the buffer's view columns point into (`views`).
     pinned: Pinned,
+    /// The most runs a merge holds open at once (`os::open_runs_limit`).
+    max_fan_in: usize,
 }
 
 impl<'a> Sorter<'a> {
@@ -161,7 +162,14 @@ impl<'a> Sorter<'a> {
             squeeze_decided: false,
             squeeze: None,
             pinned: Pinned::default(),
+            max_fan_in: crate::os::MAX_OPEN_RUNS,
         })
+    }
+
+    /// At most `runs` runs open at once in any merge (each holds a file descriptor).
+    pub fn with_open_runs(mut self, runs: usize) -> Self {
+        self.max_fan_in = runs.max(2);
+        self
     }
 
     pub fn push(&mut self, mut batch: Batch) -> Result<()> {
@@ -224,6 +232,8 @@ impl<'a> Sorter<'a> {
         // more of them than needed; a run written in a pass is not merged again in that pass,
         // so every row is rewritten once per pass (log_fanin(runs) passes), not once per merge.
         let mut next = 0;
+        // (a pass starts where a merge's group starts at or before the previous one's)
+        let (mut passes, mut last_start): (u64, Option<usize>) = (1, None);
         loop {
             check_cancel(self.cancel)?;
             // A merged run's reader holds a chunk, its run's dictionaries, its frame (of more
@@ -232,18 +242,24 @@ impl<'a> Sorter<'a> {
             let held = |r: &Run| r.max_chunk_bytes + r.held_frame_bytes + r.dictionary_bytes + RUN_READ_STATE;
             let room = self.budget + crate::memory::FIXED_BYTES / 4;
             let most_held = runs.iter().map(held).max().unwrap_or(1).max(1);
-            let fan_in = (room / most_held).clamp(2, MAX_FAN_IN);
+            let fan_in = (room / most_held).clamp(2, self.max_fan_in);
             // (a merge opens a run only when it reaches the run's first key and drops it after
             // its last row: what it holds at once is what the runs whose keys overlap hold)
             let (open, open_bytes) = most_open(&runs, held);
-            if runs.len() <= fan_in || (open <= MAX_FAN_IN && open_bytes <= room) {
+            if runs.len() <= fan_in || (open <= self.max_fan_in && open_bytes <= room) {
+                self.spill.merge_passes = self.spill.merge_passes.max(passes);
                 return self.merge(&runs, out_bytes, |b, _| emit(b));
             }
             // Intermediate merges take half the room each, so that two can run at once (with
             // `threads` > 1, where a merge gives back the runs it reads as it goes: `holes`)
             // within what the final merge holds; the groups are the same for any `threads`.
-            let group_fan_in = (room / INTERMEDIATE_MERGES / most_held).clamp(2, MAX_FAN_IN);
+            // (and two at once hold at most `max_fan_in` runs open together)
+            let group_fan_in = (room / INTERMEDIATE_MERGES / most_held).clamp(2, (self.max_fan_in / INTERMEDIATE_MERGES).max(2));
             let (start, take) = next_merge(runs.len(), next, group_fan_in, fan_in);
+            if last_start.is_none_or(|l| start <= l) {
+                passes += 1;
+            }
+            last_start = Some(start);
             // The next merge of the pass, on runs after this group, when one is still needed.
             let left = runs.len() + 1 - take;
             let second = match next_merge(left, start + 1, group_fan_in, fan_in) {
@@ -510,7 +526,7 @@ impl Drop for Sorter<'_> {
 /// The runs a final merge of runs of chunks of `chunk_bytes` takes, aside from their
 /// dictionaries and frames (`Sorter::finish` measures those): what the squeeze switch aims below.
 fn nominal_fan_in(budget: usize) -> usize {
-    ((budget + crate::memory::FIXED_BYTES / 4) / (budget / CHUNK_SHARE + RUN_READ_STATE).max(1)).clamp(2, MAX_FAN_IN)
+    ((budget + crate::memory::FIXED_BYTES / 4) / (budget / CHUNK_SHARE + RUN_READ_STATE).max(1)).clamp(2, crate::os::MAX_OPEN_RUNS)
 }
 
 /// `batch` with its fat columns squeezed, accounted as it now holds.

@@ -7,7 +7,7 @@
 //! Memory: the buffer (as `sort` accounts it), its sort keys and order while it is sorted, the
 //! dictionaries its chunks share, and one chunk.
 
-use crate::budget::{decoded_size, held_bytes};
+use crate::budget::{decoded_size, held_bytes, held_bytes_together};
 use crate::error::check_cancel;
 use crate::error::{CompactError, Result};
 use crate::gather::{interleave, share};
@@ -86,7 +86,7 @@ impl SortJob {
         drop(keys);
         let (shared_buffer, shared) = share(&buffer, self.budget / SHARED_DICTIONARY_SHARE)?;
         let accountant = self.memory.accountant().clone();
-        let mut buffer_memory = accountant.hold(shared_buffer.iter().map(held_bytes).sum());
+        let mut buffer_memory = accountant.hold(held_bytes_together(&shared_buffer));
         drop(buffer);
         std::mem::swap(&mut self.memory, &mut buffer_memory);
         drop(buffer_memory);

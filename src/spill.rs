@@ -61,6 +61,9 @@ pub struct SpillDir {
     /// merged beside another, at once.
     pub intermediate_merges: u64,
     pub concurrent_merges: u64,
+    /// The most merge passes one tuple's runs took (the final merge included; see
+    /// `Sorter::finish`).
+    pub merge_passes: u64,
     /// Runs spilled from buffers that held fat values squeezed (`squeeze`).
     pub squeezed_runs: u64,
     /// Bytes of run files on disk now, and the most at once.
@@ -80,6 +83,7 @@ pub struct SpillFigures {
     pub bytes: u64,
     pub intermediate_merges: u64,
     pub concurrent_merges: u64,
+    pub merge_passes: u64,
     pub squeezed_runs: u64,
     pub peak_bytes: u64,
 }
@@ -104,6 +108,7 @@ impl SpillDir {
             files_spilled: 0,
             intermediate_merges: 0,
             concurrent_merges: 0,
+            merge_passes: 0,
             squeezed_runs: 0,
             disk: Arc::default(),
             memory: memory.clone(),
@@ -119,6 +124,7 @@ impl SpillDir {
             bytes: self.bytes_spilled,
             intermediate_merges: self.intermediate_merges,
             concurrent_merges: self.concurrent_merges,
+            merge_passes: self.merge_passes,
             squeezed_runs: self.squeezed_runs,
             peak_bytes: self.peak_disk_bytes(),
         }

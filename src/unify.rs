@@ -68,7 +68,7 @@ pub fn unify(schemas: &[(PathBuf, Arc<SchemaDescriptor>)]) -> Result<Vec<TypePtr
     // them apart.
     for (i, e) in fields.iter().enumerate() {
         if let Some(other) = fields[..i].iter().find(|o| o.ty.name() == e.ty.name()) {
-            let id = |t: &Type| t.get_basic_info().has_id().then(|| t.get_basic_info().id().to_string()).unwrap_or_else(|| "none".into());
+            let id = |t: &Type| if t.get_basic_info().has_id() { t.get_basic_info().id().to_string() } else { "none".into() };
             return Err(conflict(
                 &other.file,
                 &e.file,

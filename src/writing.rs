@@ -157,17 +157,20 @@ impl<'a, 'p> Writing<'a, 'p> {
         let facts = RouteFacts { sort_by: order.is_some(), presorted: g.presorted, call_order_dedupe: self.stages.deduper.is_some() };
         let route = choose(facts, || order.and_then(|o| plan_merge(plan, g, o.segments(g.tuple.unwrap_or(0)), opts.batch_bytes)));
         let mut sorter = match opts.sort_by.as_ref().filter(|_| route.sorts()) {
-            Some(keys) => Some(Sorter::new(
-                &plan.arrow_schema,
-                keys,
-                opts.batch_bytes,
-                opts.batch_rows,
-                g.input_bytes,
-                opts.threads > 1,
-                self.spill,
-                cancel,
-                &plan.memory,
-            )?),
+            Some(keys) => Some(
+                Sorter::new(
+                    &plan.arrow_schema,
+                    keys,
+                    opts.batch_bytes,
+                    opts.batch_rows,
+                    g.input_bytes,
+                    opts.threads > 1,
+                    self.spill,
+                    cancel,
+                    &plan.memory,
+                )?
+                .with_open_runs(plan.open_runs),
+            ),
             None => None,
         };
         // Batches are a quarter of batchBytes: where they join a sort buffer (¾ batchBytes, one

@@ -375,3 +375,29 @@ fn schemas_are_unified_and_a_missing_required_column_conflicts() {
     assert_eq!(err.code(), "ERR_SCHEMA_CONFLICT");
     assert!(err.to_string().contains("'must'"), "{err}");
 }
+
+/// What the plan keeps per input for the whole call is held from the call's accountant: ten
+/// times the inputs raise the accounted peak by at least their summaries' bytes (a streamed call
+/// holds one small batch at a time, the same for both).
+#[test]
+fn per_input_state_is_reserved_from_the_accountant() {
+    let peak = |files: usize| {
+        let s = Scratch::new(&format!("per-input-{files}"));
+        let inputs = write_inputs(s.path(), files, 3, 10, 10);
+        let plan = gencompact::plan::build_plan(
+            &inputs.iter().map(|f| gencompact::iceberg::input::InputFile::plain(f.as_str())).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let summaries: usize = plan.inputs.iter().map(gencompact::plan::InputSummary::held_bytes).sum();
+        let report = run(&inputs, &opts(&s.path().join("out"))).unwrap();
+        assert_eq!(report.rows_written, 3 * files as u64);
+        (report.peak_memory_bytes as usize, summaries)
+    };
+    let (small, small_summaries) = peak(100);
+    let (large, large_summaries) = peak(1000);
+    assert!(large_summaries >= 900 * std::mem::size_of::<gencompact::plan::InputSummary>() + small_summaries);
+    assert!(
+        large >= small + (large_summaries - small_summaries),
+        "peak {small} -> {large}, summaries {small_summaries} -> {large_summaries}"
+    );
+}
