@@ -253,7 +253,8 @@ function toolCommand(tool, outDir, listFile, args) {
   switch (tool) {
     case 'bare':
       // The same codec as gencompact's run; one output file, no partitioning, sorting or dedupe.
-      return [BARE, path.join(outDir, 'bare.parquet'), codecOf(args), ...JSON.parse(fs.readFileSync(listFile, 'utf8'))]
+      // (the inputs as `@list.json`: thousands of paths do not fit a command line)
+      return [BARE, path.join(outDir, 'bare.parquet'), codecOf(args), `@${listFile}`]
     case 'duckdb':
     case 'duckdb-sorted':
     case 'duckdb-noshred':
@@ -429,6 +430,11 @@ function buildReport({ args, input, results, verify, machine, duckdbVersion, com
       const calls = s.summary.calls ? `${s.summary.calls} concurrent calls in one process (each call's wall: ${s.summary.callWallMs.map(fmtSec).join(', ')}); ` : ''
       notes.push(`- ${tool}: ${calls}options ${JSON.stringify(s.summary.options)}; ${s.summary.rowsRead} rows read, ${s.summary.duplicatesDropped ?? 0} duplicates dropped; row groups per file ${JSON.stringify(s.summary.rowGroups.length > 40 ? summarize(s.summary.rowGroups) : s.summary.rowGroups)}`)
       const spill = s.summary.spill
+      if (s.summary.mostDescriptors != null) {
+        notes.push(`- ${tool}: \`peakMemoryBytes\` ${fmtBytes(s.summary.peakMemoryBytes)}; spill ${fmtCount(spill ? spill.runs : 0)} runs, ` +
+          `${fmtCount(spill ? spill.mergePasses : 0)} merge passes; at most ${fmtCount(s.summary.mostDescriptors)} descriptors open while the call ran ` +
+          `(${fmtCount(s.summary.mostDescriptors - s.summary.idleDescriptors)} above the ${fmtCount(s.summary.idleDescriptors)} of the process before it; /proc/self/fd polled every 5 ms; last run)`)
+      }
       if (spill && spill.runs > 0) {
         const ratio = spill.peakBytes / input.bytes
         notes.push(`- ${tool} spill (the result's \`spill\`): ${fmtCount(spill.runs)} runs, ${fmtBytes(spill.bytes)} written; at most ${fmtBytes(spill.peakBytes)} on disk at once, ` +

@@ -4,6 +4,9 @@
 //! `npm run bench` reports gencompact's time as a ratio to it.
 //!
 //!   cargo run --release --example bare -- <out.parquet> <codec[:level]> <input.parquet>...
+//!   cargo run --release --example bare -- <out.parquet> <codec[:level]> @<list.json>
+//!
+//! (`@list.json`: a JSON array of input paths, for more inputs than a command line holds.)
 //!
 //! `codec` is one of gencompact's `compression` values (README, "Options") with the same default
 //! levels: zstd (level 3), gzip (parquet-rs's default level), snappy, lz4 (raw LZ4), none; a level
@@ -22,6 +25,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: bare <out.parquet> <zstd|snappy|gzip|lz4|none>[:level] <input.parquet>...".into());
     };
     let compression = compression(codec)?;
+    let inputs: Vec<String> = match inputs {
+        [list] if list.starts_with('@') => serde_json::from_str(&std::fs::read_to_string(&list[1..])?)?,
+        _ => inputs.to_vec(),
+    };
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -29,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let props = WriterProperties::builder().set_compression(compression).build();
     let mut writer: Option<ArrowWriter<File>> = None;
     let mut rows = 0usize;
-    for input in inputs {
+    for input in &inputs {
         // Rows per batch small enough that fat strings never overflow 32-bit offsets.
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(input)?)?.with_batch_size(1024).build()?;
         for batch in reader {

@@ -20,7 +20,7 @@ use crate::iceberg::partition::Partitioner;
 use crate::keep::Carry;
 use crate::options::Options;
 use crate::order::{sorting_columns, OrderCheck};
-use crate::plan::{build_plan, InputSummary, Plan};
+use crate::plan::{build_plan_with, InputSummary, Plan};
 pub use crate::report::Progress;
 use crate::report::{build_report, data_file_location, CompactReport, FileReport, Outcome, Phase};
 use crate::spill::SpillDir;
@@ -173,7 +173,7 @@ fn empty_generation(opts: &Options, kept: Vec<(usize, FileReport)>, started: Ins
 
 /// The plan of the inputs, and the options with the output codec resolved from them.
 fn plan_call(files: &[InputFile], opts: &Options) -> Result<(Plan, Options)> {
-    let mut plan = build_plan(files)?;
+    let mut plan = build_plan_with(files, opts.threads)?;
     plan.memory = crate::memory::Accountant::for_batch_bytes(opts.batch_bytes);
     // What is kept per input for the whole call counts in the call's memory, so that the
     // accounted peak grows with the file count as the process does.

@@ -57,6 +57,9 @@ pub struct GuardedInput {
     /// The column chunks whose pages `streamed` decompresses (by start), each with the
     /// uncompressed bytes its latest page header declares.
     streamed: Arc<std::sync::Mutex<HashMap<u64, u64>>>,
+    /// A file no larger than `FOOTER_READ` whole, as `read_footer` read it: its pages are read
+    /// from it, with no further read of the file (accounted with `account_pages`).
+    whole: Arc<std::sync::OnceLock<(Bytes, Option<Reservation>)>>,
 }
 
 impl GuardedInput {
@@ -72,6 +75,7 @@ impl GuardedInput {
             chunks: Default::default(),
             pages: None,
             streamed: Default::default(),
+            whole: Default::default(),
         })
     }
 
@@ -99,15 +103,26 @@ impl GuardedInput {
             chunks: self.chunks.clone(),
             pages: self.pages.clone(),
             streamed: self.streamed.clone(),
+            whole: self.whole.clone(),
         })
     }
 
-    /// Checks the footer's schema depth (see `check_footer`).
-    pub fn check_footer(&self, path: &Path) -> Result<()> {
-        if self.enabled {
-            check_footer(&self.file, self.len).map_err(|msg| CompactError::corrupt(path, None, msg))?;
+    /// The footer's bytes (the Thrift `FileMetaData`), read with the file's tail in one
+    /// positional read where it is small, checked whole by the strict reader (`check_footer`)
+    /// unless `known` is the hash of the same bytes checked before (a later stage of the call
+    /// reading an input its plan read: `InputSummary::footer_hash`), with their hash. What
+    /// parquet-rs parses are these bytes, the ones checked: not a second reading of the file.
+    pub fn read_footer(&self, path: &Path, known: Option<u128>) -> Result<(Vec<u8>, u128)> {
+        let (bytes, whole) = footer_bytes(&self.file, self.len).map_err(|msg| CompactError::corrupt(path, None, msg))?;
+        if let Some(whole) = whole {
+            let held = self.pages.as_ref().and_then(|p| p.held.lock().ok().map(|h| h.0.accountant().hold(whole.len())));
+            let _ = self.whole.set((whole, held));
         }
-        Ok(())
+        let hash = twox_hash::xxhash3_128::Hasher::oneshot(&bytes);
+        if self.enabled && known != Some(hash) {
+            check_footer(&bytes).map_err(|msg| CompactError::corrupt(path, None, msg))?;
+        }
+        Ok((bytes, hash))
     }
 
     /// Checks what parquet-rs trusts in a parsed footer: every column chunk's byte range must
@@ -174,7 +189,7 @@ impl GuardedInput {
 
     /// Reads the page header at the reader's position and checks its sizes, then moves the
     /// reader back to the header's start (within its buffer: no new read) for parquet-rs.
-    fn check_page_header(&self, start: u64, input: &mut BufReader<PositionalRead>) -> std::result::Result<(), String> {
+    fn check_page_header(&self, start: u64, input: &mut PageRead) -> std::result::Result<(), String> {
         let left = self.len.saturating_sub(start).min(MAX_PAGE_HEADER);
         let mut thrift = Thrift::new(&mut *input, left);
         let sizes = thrift.page_header();
@@ -208,7 +223,7 @@ impl GuardedInput {
                 account.page(chunk, uncompressed + compressed, dictionary.then_some(uncompressed));
             }
         }
-        input.seek_relative(-(consumed as i64)).map_err(|e| e.to_string())
+        input.back(consumed).map_err(|e| e.to_string())
     }
 
     /// Where the column chunk holding `start` begins.
@@ -398,14 +413,51 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Resul
     Ok(())
 }
 
+/// What parquet-rs reads a page through: the file (buffered positional reads), or a small file
+/// held whole (`GuardedInput::whole`).
+pub enum PageRead {
+    File(BufReader<PositionalRead>),
+    Memory(std::io::Cursor<Bytes>),
+}
+
+impl Read for PageRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            PageRead::File(r) => r.read(buf),
+            PageRead::Memory(r) => r.read(buf),
+        }
+    }
+}
+
+impl PageRead {
+    /// Moves back `n` bytes (within the buffer: no new read).
+    fn back(&mut self, n: u64) -> std::io::Result<()> {
+        match self {
+            PageRead::File(r) => r.seek_relative(-(n as i64)),
+            PageRead::Memory(r) => {
+                let at = r.position().checked_sub(n).ok_or_else(|| std::io::Error::other("moved back before the start"))?;
+                r.set_position(at);
+                Ok(())
+            }
+        }
+    }
+}
+
 impl ChunkReader for GuardedInput {
-    type T = BufReader<PositionalRead>;
+    type T = PageRead;
 
     /// parquet-rs reads page headers through this, and the file's last 8 bytes (footer length
     /// and magic), which are too short to hold a page header claiming anything. The header is
     /// read through the same buffered handle that is handed on.
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let mut input = BufReader::new(PositionalRead::new(self.file.clone(), start));
+        let mut input = match self.whole.get().filter(|(w, _)| start <= w.len() as u64) {
+            Some((whole, _)) => {
+                let mut c = std::io::Cursor::new(whole.clone());
+                c.set_position(start);
+                PageRead::Memory(c)
+            }
+            None => PageRead::File(BufReader::new(PositionalRead::new(self.file.clone(), start))),
+        };
         let body = self.bodies.lock().map(|b| b.contains(&start)).unwrap_or(false);
         if self.enabled && !body && start.saturating_add(8) < self.len {
             self.check_page_header(start, &mut input).map_err(ParquetError::General)?;
@@ -420,6 +472,11 @@ impl ChunkReader for GuardedInput {
                 self.len
             )));
         }
+        if let Some((whole, _)) = self.whole.get() {
+            if let Some(end) = start.checked_add(length as u64).filter(|end| *end <= whole.len() as u64) {
+                return Ok(whole.slice(start as usize..end as usize));
+            }
+        }
         let mut buffer = vec![0u8; length];
         read_exact_at(&self.file, &mut buffer, start).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => ParquetError::EOF(format!("{length} bytes at offset {start}: the file ends before")),
@@ -429,24 +486,42 @@ impl ChunkReader for GuardedInput {
     }
 }
 
-/// Reads the footer whole with the strict reader (`thrift`): one reading of every field, its
-/// schema the tree it declares and at most `MAX_SCHEMA_DEPTH` deep. A footer it cannot read whole
-/// is refused: nothing it has not checked reaches parquet-rs.
-fn check_footer(file: &Arc<File>, len: u64) -> std::result::Result<(), String> {
+/// The bytes of the footer's Thrift `FileMetaData`: the file's last 64 KiB are read at once
+/// (the footer of a small file, with its length and magic), a longer footer after them; and a
+/// file that read covered whole, whole.
+fn footer_bytes(file: &File, len: u64) -> std::result::Result<(Vec<u8>, Option<Bytes>), String> {
     if len < 12 {
         return Err(format!("{len} bytes: too short for a Parquet file"));
     }
-    let mut tail = [0u8; 8];
-    read_exact_at(file, &mut tail, len - 8).map_err(|e| format!("cannot read the footer: {e}"))?;
-    if &tail[4..] != b"PAR1" {
+    let tail_len = len.min(FOOTER_READ);
+    let mut tail = vec![0u8; tail_len as usize];
+    read_exact_at(file, &mut tail, len - tail_len).map_err(|e| format!("cannot read the footer: {e}"))?;
+    let end = tail.len();
+    if &tail[end - 4..] != b"PAR1" {
         return Err("no Parquet magic at the end (encrypted footers are not read)".into());
     }
-    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    let footer_len = u64::from(u32::from_le_bytes([tail[end - 8], tail[end - 7], tail[end - 6], tail[end - 5]]));
     if footer_len + 8 > len - 4 {
         return Err(format!("footer declares {footer_len} bytes, more than the file's {len} hold"));
     }
-    let f = PositionalRead::new(file.clone(), len - 8 - footer_len);
-    let mut r = Thrift::new(BufReader::new(f.take(footer_len)), footer_len);
+    if footer_len + 8 <= tail_len {
+        let footer = tail[end - 8 - footer_len as usize..end - 8].to_vec();
+        let whole = (tail_len == len).then(|| Bytes::from(tail));
+        return Ok((footer, whole));
+    }
+    let mut footer = vec![0u8; footer_len as usize];
+    read_exact_at(file, &mut footer, len - 8 - footer_len).map_err(|e| format!("cannot read the footer: {e}"))?;
+    Ok((footer, None))
+}
+
+/// The footer read in one go with the file's tail (most footers of small files are a few KB).
+const FOOTER_READ: u64 = 64 << 10;
+
+/// Reads the footer whole with the strict reader (`thrift`): one reading of every field, its
+/// schema the tree it declares and at most `MAX_SCHEMA_DEPTH` deep. A footer it cannot read whole
+/// is refused: nothing it has not checked reaches parquet-rs.
+fn check_footer(footer: &[u8]) -> std::result::Result<(), String> {
+    let mut r = Thrift::new(footer, footer.len() as u64);
     r.file_metadata().map(|_| ()).map_err(|e| format!("footer: {e}"))
 }
 

@@ -20,7 +20,7 @@ use crate::contain::contain;
 use arrow_schema::Schema;
 use parquet::arrow::{encode_arrow_schema, parquet_to_arrow_schema, ARROW_SCHEMA_META_KEY};
 use parquet::file::metadata::KeyValue;
-use parquet::schema::types::SchemaDescriptor;
+use parquet::schema::types::{SchemaDescriptor, TypePtr};
 
 /// The key-value metadata key of the embedded Arrow schema.
 pub const KEY: &str = ARROW_SCHEMA_META_KEY;
@@ -33,7 +33,7 @@ pub enum Readings {
     Empty,
     /// Every input so far reads as this; `embedded`: some carried a value that decoded; `value`:
     /// the value every input so far carried, byte for byte (`None` once two differ or one has none).
-    Agreed { reading: Schema, embedded: bool, value: Option<String> },
+    Agreed { reading: Schema, embedded: bool, value: Option<String>, last: Option<(TypePtr, Option<String>)> },
     /// Two inputs read differently (or one could not be read at all).
     Differ,
 }
@@ -55,6 +55,18 @@ impl Readings {
     /// Adds the reading of an input of Parquet schema `schema` and key-value metadata `kv`.
     pub fn add(&mut self, schema: &SchemaDescriptor, kv: Option<&Vec<KeyValue>>) {
         let raw = value_of(kv, KEY);
+        // (an input like the one before — same Parquet schema, same value — reads the same: most
+        // generations' inputs are; and once two differ, nothing changes it)
+        match self {
+            Readings::Differ => return,
+            Readings::Agreed { last: Some((root, last_raw)), .. }
+                if last_raw.as_deref() == raw && root.get_fields() == schema.root_schema().get_fields() =>
+            {
+                return
+            }
+            _ => {}
+        }
+        let last = Some((schema.root_schema_ptr(), raw.map(str::to_string)));
         let embedded = raw.and_then(|v| read_with(schema, Some(v)));
         let decoded = embedded.is_some();
         let raw = raw.filter(|_| decoded);
@@ -63,10 +75,10 @@ impl Readings {
             return;
         };
         *self = match std::mem::take(self) {
-            Readings::Empty => Readings::Agreed { reading, embedded: decoded, value: raw.map(str::to_string) },
-            Readings::Agreed { reading: agreed, embedded, value } if agreed == reading => {
+            Readings::Empty => Readings::Agreed { reading, embedded: decoded, value: raw.map(str::to_string), last },
+            Readings::Agreed { reading: agreed, embedded, value, .. } if agreed == reading => {
                 let value = value.filter(|v| raw == Some(v.as_str()));
-                Readings::Agreed { reading: agreed, embedded: embedded || decoded, value }
+                Readings::Agreed { reading: agreed, embedded: embedded || decoded, value, last }
             }
             _ => Readings::Differ,
         };
@@ -75,7 +87,7 @@ impl Readings {
     /// The `ARROW:schema` value for outputs of Parquet schema `output` (see the module doc), or
     /// `None` when none is to be written.
     pub fn output_value(&self, output: &SchemaDescriptor) -> Option<String> {
-        let Readings::Agreed { reading, embedded: true, value } = self else { return None };
+        let Readings::Agreed { reading, embedded: true, value, .. } = self else { return None };
         if let Some(value) = value.as_ref().filter(|v| read_with(output, Some(v)).as_ref() == Some(reading)) {
             return Some(value.clone());
         }

@@ -40,6 +40,9 @@ pub struct InputSummary {
     /// (`streamed::pages_estimate`: page sizes are not in the footer) and its codec's state
     /// (`codec_state`).
     pub reader_bytes: Vec<u64>,
+    /// The hash of its footer's bytes as the plan read and checked them: a later stage that
+    /// reads the same bytes need not check them again (`GuardedInput::read_footer`).
+    pub footer_hash: u128,
 }
 
 impl InputSummary {
@@ -169,16 +172,32 @@ pub fn sample_row_groups(plan: &Plan, page_cap: u64, mut visit: impl FnMut(&Arc<
 }
 
 pub fn load_metadata(path: &Path, file: &GuardedInput, hint: Option<SchemaRef>) -> Result<ArrowReaderMetadata> {
-    file.check_footer(path)?;
+    let (meta, _) = parse_footer(path, file, None)?;
+    reader_metadata_for(path, meta, hint)
+}
+
+/// An input's parsed footer, checked (`GuardedInput::read_footer`, `check_metadata`), and the
+/// hash of its bytes; `known`: that hash where a stage before read the same input.
+pub fn parse_footer(path: &Path, file: &GuardedInput, known: Option<u128>) -> Result<(Arc<ParquetMetaData>, u128)> {
+    let (bytes, hash) = file.read_footer(path, known)?;
+    let meta = contain(|| parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes))
+        .map_err(|panic| CompactError::corrupt(path, None, panic))?
+        .map_err(|e| CompactError::corrupt(path, None, e))?;
+    drop(bytes);
+    file.check_metadata(path, &meta)?;
+    Ok((Arc::new(meta), hash))
+}
+
+/// The Arrow reader metadata of a parsed footer: decoding into `hint`, or into the Arrow schema
+/// the footer's own Parquet schema gives.
+pub fn reader_metadata_for(path: &Path, meta: Arc<ParquetMetaData>, hint: Option<SchemaRef>) -> Result<ArrowReaderMetadata> {
     let mut options = base_reader_options();
     if let Some(schema) = hint {
         options = options.with_schema(schema);
     }
-    let meta = contain(|| ArrowReaderMetadata::load(file, options))
+    contain(|| ArrowReaderMetadata::try_new(meta, options))
         .map_err(|panic| CompactError::corrupt(path, None, panic))?
-        .map_err(|e| CompactError::corrupt(path, None, e))?;
-    file.check_metadata(path, meta.metadata())?;
-    Ok(meta)
+        .map_err(|e| CompactError::corrupt(path, None, e))
 }
 
 /// Per leaf column path, over all inputs.
@@ -195,6 +214,55 @@ struct LeafFlags {
 }
 
 pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
+    build_plan_with(files, 1)
+}
+
+/// Footers parsed ahead per parsing thread (`build_plan_with`).
+const FOOTERS_AHEAD: usize = 16;
+
+/// An input opened and its footer parsed and checked.
+type Parsed = Result<(GuardedInput, Arc<ParquetMetaData>, u128)>;
+
+fn open_and_parse(path: &Path) -> Parsed {
+    let file = open_input(path, u64::MAX)?;
+    let (meta, hash) = parse_footer(path, &file, None)?;
+    Ok((file, meta, hash))
+}
+
+/// `build_plan`, with the inputs' footers opened and parsed on `threads` threads (the folding
+/// of what they say stays in `files` order, on the calling thread). Memory: at most
+/// `FOOTERS_AHEAD` parsed footers per thread waiting to be folded.
+pub fn build_plan_with(files: &[InputFile], threads: usize) -> Result<Plan> {
+    let threads = threads.clamp(1, 8).min(files.len().max(1));
+    if threads == 1 {
+        return fold_plan(files, |i| open_and_parse(&files[i].path));
+    }
+    std::thread::scope(|scope| {
+        let receivers: Vec<std::sync::mpsc::Receiver<Parsed>> = (0..threads)
+            .map(|w| {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Parsed>(FOOTERS_AHEAD);
+                // (a thread that cannot start drops its sender: its receiver reports that)
+                let _ = std::thread::Builder::new().name("gencompact-plan".into()).spawn_scoped(scope, move || {
+                    for input in files.iter().skip(w).step_by(threads) {
+                        let parsed = crate::contain::contain(|| open_and_parse(&input.path))
+                            .unwrap_or_else(|panic| Err(CompactError::Internal(format!("planning {}: {panic}", input.path.display()))));
+                        let failed = parsed.is_err();
+                        if tx.send(parsed).is_err() || failed {
+                            break;
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        fold_plan(files, |i| {
+            receivers[i % threads].recv().unwrap_or_else(|_| Err(CompactError::Internal("a planning thread ended early".into())))
+        })
+    })
+}
+
+/// The plan of `files`, folded in order from each input's parsed footer (`parse(i)`).
+fn fold_plan(files: &[InputFile], mut parse: impl FnMut(usize) -> Parsed) -> Result<Plan> {
     if files.is_empty() {
         return Err(CompactError::InvalidOptions("'files' must name at least one input file".into()));
     }
@@ -204,19 +272,19 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     let mut key_value: Vec<KeyValue> = Vec::new();
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
     let mut readings = crate::hints::Readings::default();
-    for input in files {
+    for (i, input) in files.iter().enumerate() {
         let path = input.path.clone();
         // (planning reads footers, and a large column chunk's first page header: no page is
         // decoded here)
-        let file = open_input(&path, u64::MAX)?;
-        let meta = load_metadata(&path, &file, None)?;
-        let pq = meta.metadata();
+        let (file, pq, footer_hash) = parse(i)?;
+        let pq = pq.as_ref();
         let descr = pq.file_metadata().schema_descr_ptr();
         if !distinct.iter().any(|(_, d)| d.root_schema().get_fields() == descr.root_schema().get_fields()) {
             distinct.push((path.clone(), descr.clone()));
         }
         let mut summary = summarize(&path, pq, &file, &mut leaves, &mut codec_bytes)?;
         summary.location = input.location.clone();
+        summary.footer_hash = footer_hash;
         summary.deletes = input.deletes.clone();
         inputs.push(summary);
         merge_key_value(&mut key_value, pq.file_metadata().key_value_metadata());
@@ -323,6 +391,7 @@ fn summarize(
         file_bytes: file.len(),
         row_groups: pq.num_row_groups(),
         reader_bytes,
+        footer_hash: 0,
     })
 }
 

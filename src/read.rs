@@ -35,7 +35,7 @@ use crate::guard::GuardedInput;
 use crate::iceberg::deletes::DeleteIndex;
 use crate::memory::Reservation;
 use crate::pagecheck::Faults;
-use crate::plan::{base_reader_options, load_metadata, open_input, wide_offsets_schema, Plan};
+use crate::plan::{open_input, parse_footer, reader_metadata_for, wide_offsets_schema, InputSummary, Plan};
 use crate::testhooks::disabled;
 use crate::unify::same_field;
 use crate::unify::widen_array;
@@ -285,7 +285,7 @@ impl<'a, 'f> SegmentReader<'a, 'f> {
             drop(self.open.take()); // one open input at a time
             let mut file = open_input(path, limits.page_cap)?;
             file.account_pages(&plan.memory);
-            let (meta, adapter) = reader_metadata(plan, path, &file)?;
+            let (meta, adapter) = reader_metadata(plan, input, &file)?;
             self.open = Some((segment.input, file, meta, adapter));
         }
         let Some((_, file, meta, adapter)) = self.open.as_ref() else { return Ok(None) };
@@ -445,13 +445,15 @@ fn drop_rows(batch: RecordBatch, selected: Option<&[bool]>, deleted: Option<&[bo
 /// An input's reader metadata decoding into the plan's Arrow schema when its Parquet schema is
 /// the unified one; otherwise into its own schema, with the map from each unified top-level
 /// field to the input's (`None`: the input lacks it).
-fn reader_metadata(plan: &Plan, path: &Path, file: &GuardedInput) -> Result<(ArrowReaderMetadata, Option<Vec<Option<usize>>>)> {
-    let own = load_metadata(path, file, None)?;
-    let theirs = own.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
+fn reader_metadata(plan: &Plan, input: &InputSummary, file: &GuardedInput) -> Result<(ArrowReaderMetadata, Option<Vec<Option<usize>>>)> {
+    let path = input.path.as_path();
+    let (parsed, _) = parse_footer(path, file, Some(input.footer_hash))?;
+    let theirs = parsed.file_metadata().schema_descr().root_schema().get_fields().to_vec();
     let unified = plan.parquet_schema.root_schema().get_fields();
     let (hint, adapter) = if theirs.as_slice() == unified {
         (plan.arrow_schema.clone(), None)
     } else {
+        let own = reader_metadata_for(path, parsed.clone(), None)?;
         let map: Vec<Option<usize>> = unified.iter().map(|u| theirs.iter().position(|t| same_field(u, t))).collect();
         if theirs.iter().any(|t| !unified.iter().any(|u| same_field(u, t))) {
             return Err(CompactError::corrupt(path, None, "schema changed while the call was running"));
@@ -461,9 +463,7 @@ fn reader_metadata(plan: &Plan, path: &Path, file: &GuardedInput) -> Result<(Arr
         let hint = crate::views::schema_with_views(&hint, &plan.view_columns);
         (Arc::new(hint), Some(map))
     };
-    let meta = ArrowReaderMetadata::try_new(own.metadata().clone(), base_reader_options().with_schema(hint))
-        .map_err(|e| CompactError::corrupt(path, None, e))?;
-    Ok((meta, adapter))
+    Ok((reader_metadata_for(path, parsed, Some(hint))?, adapter))
 }
 
 /// A batch of an input with a narrower schema, in the unified schema: missing columns as

@@ -661,16 +661,28 @@ fn prefix(def: &Def, name: &str, e: String) -> String {
     }
 }
 
-/// The field ids a struct has held so far (ids are i16; structs hold a few dozen at most).
+/// The field ids a struct has held so far (ids are i16; the format's are below 64: a bit each,
+/// no allocation per struct; others in a list).
 #[derive(Default)]
-struct Seen(Vec<i16>);
+struct Seen(u64, Vec<i16>);
 
 impl Seen {
     fn insert(&mut self, id: i16) -> TResult<()> {
-        if self.0.contains(&id) {
+        let repeated = match u32::try_from(id) {
+            Ok(bit) if bit < 64 => {
+                let before = self.0;
+                self.0 |= 1 << bit;
+                before & (1 << bit) != 0
+            }
+            _ if self.1.contains(&id) => true,
+            _ => {
+                self.1.push(id);
+                false
+            }
+        };
+        if repeated {
             return Err(format!("field {id} appears twice"));
         }
-        self.0.push(id);
         Ok(())
     }
 }
