@@ -198,6 +198,22 @@ describe('ERR_INVALID_OPTIONS', () => {
     expect(fs.existsSync(outDir)).toBe(false)
   })
 
+  test.each([
+    ['the same path twice', f => f],
+    ['the same file under another name (a symbolic link)', f => {
+      const link = path.join(crafted, `link-${++n}.parquet`)
+      fs.symlinkSync(f, link)
+      return link
+    }],
+  ])('%s: ERR_INVALID_OPTIONS naming both entries (its rows would be written twice)', async (_name, again) => {
+    const outDir = freshOutDir()
+    const files = [gen.files[0], gen.files[1], again(gen.files[0])]
+    await expectCompactError(() => compactGeneration(files, { outDir }), {
+      code: 'ERR_INVALID_OPTIONS', mentions: ['files[2]', 'files[0]', files[2]], outDir, inputs: gen.files,
+    })
+    expect(fs.existsSync(outDir)).toBe(false)
+  })
+
   test('opts missing altogether', async () => {
     await expectCompactError(() => compactGeneration(gen.files), { code: 'ERR_INVALID_OPTIONS', inputs: gen.files })
   })

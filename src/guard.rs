@@ -60,12 +60,19 @@ pub struct GuardedInput {
     /// A file no larger than `FOOTER_READ` whole, as `read_footer` read it: its pages are read
     /// from it, with no further read of the file (accounted with `account_pages`).
     whole: Arc<std::sync::OnceLock<(Bytes, Option<Reservation>)>>,
+    /// The file's device and inode (Unix): the same file under two names is one file.
+    identity: Option<(u64, u64)>,
 }
 
 impl GuardedInput {
     /// `page_cap`: the largest uncompressed page accepted.
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
-        let len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        let len = meta.len();
+        #[cfg(unix)]
+        let identity = Some(std::os::unix::fs::MetadataExt::dev(&meta)).zip(Some(std::os::unix::fs::MetadataExt::ino(&meta)));
+        #[cfg(not(unix))]
+        let identity = None;
         Ok(GuardedInput {
             file: Arc::new(file),
             len,
@@ -76,7 +83,13 @@ impl GuardedInput {
             pages: None,
             streamed: Default::default(),
             whole: Default::default(),
+            identity,
         })
+    }
+
+    /// The file's identity (device, inode) where the platform gives one.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        self.identity
     }
 
     /// The largest uncompressed page accepted (batchBytes + 64 MiB for inputs).
@@ -104,6 +117,7 @@ impl GuardedInput {
             pages: self.pages.clone(),
             streamed: self.streamed.clone(),
             whole: self.whole.clone(),
+            identity: self.identity,
         })
     }
 

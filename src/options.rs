@@ -10,7 +10,7 @@ pub mod plan;
 pub mod values;
 use columns::{divert, partition_by, sort_by};
 pub use contract::CompactOptions;
-pub use files::{input_files, plan_inputs, Key, PlanInput};
+pub use files::{input_files, listed_twice, plan_inputs, Key, PlanInput};
 
 use crate::error::{CompactError, Result};
 use crate::iceberg::partition::PartitionField;

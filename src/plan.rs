@@ -28,8 +28,9 @@ pub const FAT_VALUE: usize = 4 << 10;
 #[derive(Debug, Clone)]
 pub struct InputSummary {
     pub path: PathBuf,
-    /// The location the table's manifests record (what position deletes reference).
-    pub location: String,
+    /// The location the table's manifests record (what position deletes reference), where it
+    /// is not the path itself (`location()`): one copy of a path per input, not two.
+    pub other_location: Option<String>,
     pub deletes: Vec<DeleteSource>,
     pub rows: u64,
     /// Compressed bytes of the row groups' column chunks (what the file holds of data).
@@ -46,6 +47,14 @@ pub struct InputSummary {
 }
 
 impl InputSummary {
+    /// The location the table's manifests record for it.
+    pub fn location(&self) -> std::borrow::Cow<'_, str> {
+        match &self.other_location {
+            Some(l) => std::borrow::Cow::Borrowed(l.as_str()),
+            None => self.path.to_string_lossy(),
+        }
+    }
+
     /// The bytes this summary holds (its own, its strings' and its lists'): what the plan keeps
     /// per input for the whole call, accounted (`Plan::inputs_memory`).
     pub fn held_bytes(&self) -> usize {
@@ -63,7 +72,7 @@ impl InputSummary {
             .sum();
         std::mem::size_of::<Self>()
             + self.path.as_os_str().len()
-            + self.location.capacity()
+            + self.other_location.as_ref().map_or(0, String::capacity)
             + deletes
             + self.reader_bytes.capacity() * std::mem::size_of::<u64>()
     }
@@ -217,8 +226,8 @@ pub fn build_plan(files: &[InputFile]) -> Result<Plan> {
     build_plan_with(files, 1)
 }
 
-/// Footers parsed ahead per parsing thread (`build_plan_with`).
-const FOOTERS_AHEAD: usize = 16;
+/// Footers parsed ahead per parsing thread (`build_plan_with`), each with its input open.
+const FOOTERS_AHEAD: usize = 4;
 
 /// An input opened and its footer parsed and checked.
 type Parsed = Result<(GuardedInput, Arc<ParquetMetaData>, u128)>;
@@ -272,18 +281,23 @@ fn fold_plan(files: &[InputFile], mut parse: impl FnMut(usize) -> Parsed) -> Res
     let mut key_value: Vec<KeyValue> = Vec::new();
     let mut leaves: HashMap<String, LeafFlags> = HashMap::new();
     let mut readings = crate::hints::Readings::default();
+    let mut identities: HashMap<(u64, u64), usize> = HashMap::new();
     for (i, input) in files.iter().enumerate() {
         let path = input.path.clone();
         // (planning reads footers, and a large column chunk's first page header: no page is
         // decoded here)
         let (file, pq, footer_hash) = parse(i)?;
+        // The same file under two names would have its rows written twice.
+        if let Some(first) = file.identity().and_then(|id| identities.insert(id, i)) {
+            return Err(CompactError::InvalidOptions(crate::options::listed_twice(i, first, &path)));
+        }
         let pq = pq.as_ref();
         let descr = pq.file_metadata().schema_descr_ptr();
         if !distinct.iter().any(|(_, d)| d.root_schema().get_fields() == descr.root_schema().get_fields()) {
             distinct.push((path.clone(), descr.clone()));
         }
         let mut summary = summarize(&path, pq, &file, &mut leaves, &mut codec_bytes)?;
-        summary.location = input.location.clone();
+        summary.other_location = (input.path.to_str() != Some(input.location.as_str())).then(|| input.location.clone());
         summary.footer_hash = footer_hash;
         summary.deletes = input.deletes.clone();
         inputs.push(summary);
@@ -384,7 +398,7 @@ fn summarize(
     }
     Ok(InputSummary {
         path: path.to_path_buf(),
-        location: path.display().to_string(),
+        other_location: None,
         deletes: Vec::new(),
         rows,
         data_bytes,

@@ -129,14 +129,14 @@ impl DeleteIndex {
                                 &mut position_files.last_mut().ok_or_else(|| CompactError::Internal("position files".into()))?.1
                             }
                         };
-                        let inputs = entry.entry(input.location.clone()).or_default();
+                        let inputs = entry.entry(input.location().into_owned()).or_default();
                         if !inputs.contains(&i) {
                             inputs.push(i);
                         }
                     }
                     DeleteSource::Vector { path, offset, length } => {
                         check_cancel(cancel)?;
-                        let (bitmap, held) = vectors.read(path, *offset, *length, &input.location, limits, &plan.memory, cancel)?;
+                        let (bitmap, held) = vectors.read(path, *offset, *length, &input.location(), limits, &plan.memory, cancel)?;
                         index.join(i, bitmap, held);
                         *vectors_read += 1;
                     }

@@ -20,10 +20,11 @@ pub fn input_files(items: &[FileArg]) -> Result<Vec<InputFile>> {
 /// recordCount?, partition?, sortOrderId?, rewrite? }` with `deletes` a list of
 /// `{ kind: 'position', path }`, `{ kind: 'deletion-vector', path, offset, length }` or
 /// `{ kind: 'equality', path, fieldIds }`. A path listed twice is refused: its rows would be
-/// written twice.
+/// written twice (here the same string; the same file under two names — a link, `..` — when the
+/// plan opens it: `plan::fold_plan`). No file is touched here: this runs on the event loop.
 pub fn plan_inputs(items: &[FileArg]) -> Result<Vec<PlanInput>> {
     let mut out: Vec<PlanInput> = Vec::with_capacity(items.len());
-    let mut seen = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let input = match item {
             FileArg::Path(s) if !s.is_empty() => PlanInput::of(InputFile::plain(s.as_str())),
@@ -32,14 +33,21 @@ pub fn plan_inputs(items: &[FileArg]) -> Result<Vec<PlanInput>> {
             }
             FileArg::File(f) => entry(i, f)?,
         };
-        let path = &input.file.path;
-        let same = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        if let Some(first) = seen.insert(same, i) {
-            return Err(invalid(format!("files[{i}] ({}) is files[{first}] again: each input may be listed once", path.display())));
+        let named = match item {
+            FileArg::Path(s) => s.as_str(),
+            FileArg::File(f) => f.path.as_str(),
+        };
+        if let Some(first) = seen.insert(named, i) {
+            return Err(invalid(listed_twice(i, first, &input.file.path)));
         }
         out.push(input);
     }
     Ok(out)
+}
+
+/// Why `files[i]` is refused as `files[first]` again.
+pub fn listed_twice(i: usize, first: usize, path: &std::path::Path) -> String {
+    format!("files[{i}] ({}) is files[{first}] again: each input may be listed once", path.display())
 }
 
 fn entry(i: usize, f: &js::InputFile) -> Result<PlanInput> {
