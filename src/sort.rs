@@ -74,8 +74,6 @@ const SQUEEZE_JUDGE_RUNS: usize = 4;
 /// fill, and decoding with it; measured on fat values unique to each row, two took the
 /// phase that reads and spills from 3.8 s to 3.35 s.
 const SPILLS_AT_ONCE: usize = 2;
-/// Batches under this fraction of a sort buffer join it concatenated (`Sorter::push`).
-const COALESCE_SHARE: usize = 64;
 /// Intermediate merges that share the final merge's room (and run at once with `threads` > 1).
 const INTERMEDIATE_MERGES: usize = 2;
 /// The rows gathered for one output batch are at most this fraction of `batchBytes`.
@@ -121,10 +119,6 @@ pub struct Sorter<'a> {
     pinned: Pinned,
     /// The most runs a merge holds open at once (`os::open_runs_limit`).
     max_fan_in: usize,
-    /// Small batches (a small input's rows) waiting to join the buffer as one (`COALESCE_SHARE`),
-    /// and their decoded bytes.
-    small: Vec<Batch>,
-    small_bytes: usize,
 }
 
 impl<'a> Sorter<'a> {
@@ -169,8 +163,6 @@ impl<'a> Sorter<'a> {
             squeeze: None,
             pinned: Pinned::default(),
             max_fan_in: crate::os::MAX_OPEN_RUNS,
-            small: Vec::new(),
-            small_bytes: 0,
         })
     }
 
@@ -180,60 +172,11 @@ impl<'a> Sorter<'a> {
         self
     }
 
-    /// Takes a batch into the sort. Batches smaller than `1 / COALESCE_SHARE` of the buffer
-    /// (thousands of small inputs give one each) join it concatenated, in arrival order, once
-    /// they hold that much together: every buffered batch costs its arrays' and dictionaries'
-    /// own overhead, and a sort gathers from every batch of its buffer.
-    pub fn push(&mut self, batch: Batch) -> Result<()> {
-        if batch.batch.num_rows() == 0 {
-            return Ok(());
-        }
-        let coalesce = self.buffer_bytes() / COALESCE_SHARE;
-        if batch.decoded_bytes < coalesce && !has_views(&batch.batch) {
-            self.small_bytes += batch.decoded_bytes;
-            self.small.push(batch);
-            if self.small_bytes >= coalesce {
-                self.flush_small()?;
-            }
-            return Ok(());
-        }
-        self.flush_small()?;
-        self.push_one(batch)
-    }
-
-    /// Batches in the sort buffer now (small ones joined count as one), and small ones waiting.
-    pub fn buffered_batches(&self) -> (usize, usize) {
-        (self.buffer.len(), self.small.len())
-    }
-
-    /// The small batches waiting, into the buffer as one batch.
-    fn flush_small(&mut self) -> Result<()> {
-        let small = std::mem::take(&mut self.small);
-        self.small_bytes = 0;
-        let one = match small.len() {
-            0 => return Ok(()),
-            1 => small.into_iter().next(),
-            _ => {
-                let schema = small[0].batch.schema();
-                let batches: Vec<&RecordBatch> = small.iter().map(|b| &b.batch).collect();
-                let joined = arrow_select::concat::concat_batches(&schema, batches)
-                    .map_err(|e| CompactError::Internal(format!("joining small batches: {e}")))?;
-                let decoded = small.iter().map(|b| b.decoded_bytes).sum();
-                let input = small.iter().map(|b| b.input_bytes).sum();
-                let deleted = small.iter().map(|b| b.deleted).sum();
-                let made = Batch::made(joined, decoded, input, deleted, &self.memory);
-                drop(small);
-                Some(made)
-            }
-        };
-        match one {
-            Some(b) => self.push_one(b),
-            None => Ok(()),
-        }
-    }
-
-    fn push_one(&mut self, mut batch: Batch) -> Result<()> {
+    pub fn push(&mut self, mut batch: Batch) -> Result<()> {
         let n = batch.batch.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
         self.decoded_received += batch.decoded_bytes as f64;
         if let Some(s) = &self.squeeze {
             squeeze(s, &mut batch)?;
@@ -267,7 +210,6 @@ impl<'a> Sorter<'a> {
 
     /// Streams every row received, sorted, to `sink`.
     pub fn finish(mut self, mut sink: impl FnMut(Batch) -> Result<()>) -> Result<()> {
-        self.flush_small()?;
         let (rows, input_bytes) = (self.rows.max(1) as f64, self.input_bytes);
         let memory = self.memory.clone();
         let mut emit = |b: RecordBatch| {
