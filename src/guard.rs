@@ -69,10 +69,7 @@ impl GuardedInput {
     pub fn new(file: File, page_cap: u64) -> std::io::Result<Self> {
         let meta = file.metadata()?;
         let len = meta.len();
-        #[cfg(unix)]
-        let identity = Some(std::os::unix::fs::MetadataExt::dev(&meta)).zip(Some(std::os::unix::fs::MetadataExt::ino(&meta)));
-        #[cfg(not(unix))]
-        let identity = None;
+        let identity = crate::os::file_identity(&meta);
         Ok(GuardedInput {
             file: Arc::new(file),
             len,

@@ -2,7 +2,7 @@
 //! the process may still open (the soft `RLIMIT_NOFILE` from `getrlimit`, less the descriptors
 //! open now, counted in `/proc/self/fd` on Linux and `/dev/fd` on macOS; `None` where the
 //! platform tells neither), and so how many runs a call's merges may hold open at once
-//! (`open_runs_limit`, used by `merge` and `sort`).
+//! (`open_runs_limit`, used by `merge` and `sort`); and a file's identity (`file_identity`).
 //!
 //! Memory: nothing kept; a directory listing while counting.
 
@@ -27,6 +27,18 @@ pub fn open_runs_limit(calls: usize) -> usize {
         Some(left) => (left.saturating_sub(OTHER_DESCRIPTORS * calls) / (2 * calls)).clamp(2, MAX_OPEN_RUNS as u64) as usize,
         None => MAX_OPEN_RUNS,
     }
+}
+
+/// A file's device and inode (Unix; `None` elsewhere): the same file under two names.
+#[cfg(unix)]
+pub fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+pub fn file_identity(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 /// Descriptors this process may still open: its soft limit less those open now (`None` where
